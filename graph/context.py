@@ -1,0 +1,90 @@
+"""Run settings: one ``Context`` dataclass, passed to the graph as its ``context_schema``.
+
+Precedence is explicit argument > environment variable (``PRAGMA_<FIELD>``) > default, and it
+is implemented once, in :func:`resolve_context`. Secrets (API keys) and deployment paths are the
+only settings read from the environment anywhere else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+
+def _knob(default: Any, description: str) -> Any:
+    return field(default=default, metadata={"description": description})
+
+
+@dataclass(frozen=True)
+class Context:
+    """Everything that configures one optimization run (not part of checkpointed state)."""
+
+    coder_model: str = _knob(
+        "", "Chat model for the Coder, 'provider:model' (e.g. 'openai:deepseek-r1'). Env PRAGMA_CODER_MODEL."
+    )
+    conductor_model: str = _knob(
+        "", "Chat model for the Conductor (analysis and repair). Empty: same as coder_model."
+    )
+    llm_timeout_s: float = _knob(600.0, "Timeout of one LLM request, seconds.")
+    backend: Literal["cpu", "gpu"] = _knob("cpu", "Target backend of generated kernels.")
+    max_iterations: int = _knob(15, "Maximum number of candidates the Coder writes in one run.")
+    max_repairs: int = _knob(
+        4, "Maximum consecutive failed candidates before the run stops trying to repair."
+    )
+    compile_timeout_s: float = _knob(180.0, "Wall-clock limit for building a candidate, seconds.")
+    run_timeout_s: float = _knob(120.0, "Wall-clock limit for checking and timing a candidate, seconds.")
+    memory_limit_bytes: int = _knob(8 * 2**30, "Address-space limit of a sandboxed candidate, bytes.")
+    atol: float = _knob(1e-4, "Absolute tolerance for fp32 correctness checks.")
+    rtol: float = _knob(1e-4, "Relative tolerance for fp32 correctness checks.")
+    correctness_trials: int = _knob(3, "Number of fresh seeded inputs a candidate must match.")
+    warmup_calls: int = _knob(5, "Untimed calls before timing, per implementation.")
+    timed_calls: int = _knob(100, "Timed calls per implementation (interleaved with the other).")
+    num_threads: int = _knob(1, "Threads for both reference and candidate (torch and OpenMP).")
+    seed: int = _knob(1234, "Base seed for generated inputs and weights.")
+    profile_calls: int = _knob(20, "Kernel calls inside the profiled region.")
+
+
+def field_descriptions() -> dict[str, str]:
+    return {f.name: f.metadata.get("description", "") for f in dataclasses.fields(Context)}
+
+
+def _coerce(raw: str, default: Any) -> Any:
+    if isinstance(default, bool):
+        return raw.strip().lower() in ("1", "true", "yes", "on")
+    if isinstance(default, int):
+        return int(raw)
+    if isinstance(default, float):
+        return float(raw)
+    return raw
+
+
+def resolve_context(env: dict[str, str] | None = None, **explicit: Any) -> Context:
+    """Build a Context: explicit (non-None) values win, then PRAGMA_<NAME> env vars, then defaults."""
+    env = dict(os.environ) if env is None else env
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(Context):
+        if explicit.get(f.name) is not None:
+            values[f.name] = explicit[f.name]
+        elif (raw := env.get(f"PRAGMA_{f.name.upper()}")) not in (None, ""):
+            try:
+                values[f.name] = _coerce(raw, f.default)
+            except ValueError as exc:
+                raise ValueError(f"PRAGMA_{f.name.upper()}={raw!r} is not a valid {type(f.default).__name__}") from exc
+    unknown = set(explicit) - {f.name for f in dataclasses.fields(Context)}
+    if unknown:
+        raise ValueError(f"unknown settings: {', '.join(sorted(unknown))}")
+    return Context(**values)
+
+
+def context_to_dict(ctx: Context) -> dict[str, Any]:
+    return dataclasses.asdict(ctx)
+
+
+def data_dir() -> Path:
+    """Runtime files (checkpoints, run registry, builds) live here, outside the repository."""
+    path = Path(os.environ.get("PRAGMA_DATA_DIR") or Path.home() / ".pragma")
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,88 @@
+"""Graph state: JSON-native TypedDicts only, so every checkpoint is plain data.
+
+Invariants:
+- ``attempts`` is append-only (one entry per verified candidate, in iteration order).
+- ``best`` only ever moves to a verified-correct candidate that is faster (see ``keep_best``).
+- ``usage`` accumulates token counts over every LLM call of the run.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+
+class Problem(TypedDict, total=False):
+    path: str  # absolute path of the KernelBench-format problem file
+    name: str
+    source: str
+    inputs: list[dict[str, Any]]  # [{shape, dtype}] of get_inputs()
+    init_inputs: list[Any]
+
+
+class Candidate(TypedDict, total=False):
+    iteration: int  # 1-based: the n-th candidate the Coder wrote
+    code: str
+    origin: str  # "initial" | "repair" | "refine"
+
+
+class Best(TypedDict, total=False):
+    iteration: int
+    code: str
+    speedup: float
+    runtime_ms: float
+    ref_runtime_ms: float
+    profile: dict[str, Any]
+
+
+class Guidance(TypedDict, total=False):
+    mode: str  # "repair" | "optimize"
+    text: str  # what the Coder reads
+    bottleneck: str
+    extra_metrics: list[str]
+    should_stop: bool
+
+
+def keep_best(current: Best | None, update: Best | None) -> Best:
+    """Reducer for the historical best.
+
+    An update for the same iteration merges into it (the profiler attaches the profile later);
+    otherwise the update replaces the best only when it is strictly faster.
+    """
+    current = current or {}
+    if not update:
+        return current
+    if current and update.get("iteration") == current.get("iteration"):
+        return {**current, **update}
+    if not current or float(update.get("speedup", 0.0)) > float(current.get("speedup", 0.0)):
+        return dict(update)
+    return current
+
+
+def add_usage(current: dict[str, float] | None, update: dict[str, float] | None) -> dict[str, float]:
+    """Reducer summing token/call counters key by key."""
+    merged = dict(current or {})
+    for key, value in (update or {}).items():
+        merged[key] = merged.get(key, 0) + value
+    return merged
+
+
+class PragmaState(TypedDict, total=False):
+    problem: Problem
+    hardware: str  # short machine summary for prompts
+    iteration: int  # number of candidates written so far
+    candidate: Candidate
+    verification: dict[str, Any]  # the latest verifier result (total result type)
+    consecutive_failures: int
+    profile: dict[str, Any]  # profile of the latest verified candidate
+    guidance: Guidance
+    best: Annotated[Best, keep_best]
+    attempts: Annotated[list[dict[str, Any]], operator.add]
+    usage: Annotated[dict[str, float], add_usage]
+    log: Annotated[list[dict[str, Any]], operator.add]  # LLM exchanges (role, iteration, text)
+
+
+class InputState(TypedDict, total=False):
+    """What a caller (CLI, eval, Studio) provides: a problem path, or its source."""
+
+    problem: Problem

@@ -1,0 +1,31 @@
+"""Broken test fixture: forward writes through a null pointer in C++ and kills the process (SIGSEGV)."""
+import ctypes
+
+import torch
+import torch.nn as nn
+from pragma_cext import load_cpp, ptr
+
+# The pointer is volatile so GCC cannot prove it null; a provably-null store would be compiled
+# to a trap instruction (SIGILL) instead of a real store (SIGSEGV).
+CPP_SOURCE = r'''
+#include <cstdint>
+extern "C" void relu_forward(const float* x, float* y, int64_t n) {
+    float* volatile out = nullptr;
+    for (int64_t i = 0; i < n; ++i) out[i] = x[i] > 0.f ? x[i] : 0.f;
+}
+'''
+
+_lib = load_cpp(CPP_SOURCE, name="relu_segfault")
+_lib.relu_forward.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+_lib.relu_forward.restype = None
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        _lib.relu_forward(ptr(x), ptr(y), x.numel())
+        return y

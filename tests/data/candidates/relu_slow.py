@@ -1,0 +1,32 @@
+"""Slow-but-correct test fixture: scalar single-threaded ReLU compiled at -O0 (the later -O0
+overrides the default -O3), so it is correct yet clearly slower than relu_fast.py."""
+import ctypes
+
+import torch
+import torch.nn as nn
+from pragma_cext import load_cpp, ptr
+
+CPP_SOURCE = r'''
+#include <cstdint>
+extern "C" void relu_forward(const float* x, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        if (x[i] > 0.f) y[i] = x[i];
+        else y[i] = 0.f;
+    }
+}
+'''
+
+_lib = load_cpp(CPP_SOURCE, extra_flags=("-O0",), name="relu_slow")
+_lib.relu_forward.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+_lib.relu_forward.restype = None
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        _lib.relu_forward(ptr(x), ptr(y), x.numel())
+        return y

@@ -1,0 +1,29 @@
+"""Broken test fixture: compiles and runs, but computes leaky ReLU (slope 0.1), not ReLU."""
+import ctypes
+
+import torch
+import torch.nn as nn
+from pragma_cext import load_cpp, ptr
+
+CPP_SOURCE = r'''
+#include <cstdint>
+extern "C" void relu_forward(const float* x, float* y, int64_t n) {
+    #pragma omp parallel for simd
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : 0.1f * x[i];
+}
+'''
+
+_lib = load_cpp(CPP_SOURCE, name="relu_wrong")
+_lib.relu_forward.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+_lib.relu_forward.restype = None
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        _lib.relu_forward(ptr(x), ptr(y), x.numel())
+        return y
