@@ -5,12 +5,13 @@ import torch
 import torch.nn as nn
 from pragma_cext import load_cpp, ptr
 
-# The pointer is volatile so GCC cannot prove it null; a provably-null store would be compiled
-# to a trap instruction (SIGILL) instead of a real store (SIGSEGV).
+# Both the pointer and its target are volatile: with a plain pointer GCC either proves it null and
+# emits a trap (SIGILL, not SIGSEGV) or, as GCC 12 did with only the pointer volatile, deletes
+# the stores altogether.
 CPP_SOURCE = r'''
 #include <cstdint>
 extern "C" void relu_forward(const float* x, float* y, int64_t n) {
-    float* volatile out = nullptr;
+    volatile float* volatile out = nullptr;
     for (int64_t i = 0; i < n; ++i) out[i] = x[i] > 0.f ? x[i] : 0.f;
 }
 '''

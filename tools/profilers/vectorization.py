@@ -1,0 +1,71 @@
+"""The compiler's vectorization report (gcc -fopt-info-vec-all) for the kernel's own source lines."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+LINE = re.compile(r"^(?P<file>[^:\s][^:]*):(?P<line>\d+):(?P<col>\d+): (?P<kind>optimized|missed|note): (?P<msg>.*)$")
+WIDTH = re.compile(r"using (\d+) byte vectors")
+
+
+def collect(source_path: str, timeout_s: float = 120.0) -> dict[str, Any]:
+    compiler = shutil.which("g++")
+    if compiler is None:
+        return {"status": "unavailable", "reason": "g++ not found"}
+    if not Path(source_path).is_file():
+        return {"status": "unavailable", "reason": f"kernel source not found: {source_path}"}
+    try:
+        proc = subprocess.run(
+            [compiler, "-O3", "-march=native", "-fopenmp", "-std=c++17", "-fPIC", "-fopt-info-vec-all",
+             "-c", source_path, "-o", "/dev/null"],
+            capture_output=True, text=True, timeout=timeout_s,
+        )
+    except subprocess.TimeoutExpired:
+        return {"status": "unavailable", "reason": f"vectorization report took over {timeout_s:.0f} s"}
+    return {"status": "ok", "text": proc.stderr, "source_path": source_path}
+
+
+def parse(text: str, source_path: str) -> dict[str, Any]:
+    """Keep only lines about ``source_path`` (not headers); one verdict per source line."""
+    name = Path(source_path).name
+    loops: dict[int, dict[str, Any]] = {}
+    for raw in text.splitlines():
+        m = LINE.match(raw.strip())
+        if not m or Path(m["file"]).name != name:
+            continue
+        line, msg = int(m["line"]), m["msg"]
+        entry = loops.setdefault(line, {"line": line, "vectorized": False, "vector_bytes": 0,
+                                        "versioned_for_alias": False, "missed": []})
+        if m["kind"] == "optimized" and "vectorized" in msg:
+            entry["vectorized"] = True
+            if w := WIDTH.search(msg):
+                entry["vector_bytes"] = max(entry["vector_bytes"], int(w.group(1)))
+            if "versioning for alias" in msg:
+                entry["versioned_for_alias"] = True
+        elif m["kind"] == "missed" and len(entry["missed"]) < 3 and msg not in entry["missed"]:
+            entry["missed"].append(msg)
+    rows = sorted(loops.values(), key=lambda e: e["line"])
+    # Lines with only "missed" notes about non-loops are noise; keep lines that mention loops.
+    rows = [r for r in rows if r["vectorized"] or any("loop" in s or "vectoriz" in s for s in r["missed"])]
+    return {
+        "loops": rows,
+        "vectorized_loops": sum(r["vectorized"] for r in rows),
+        "missed_loops": sum(not r["vectorized"] for r in rows),
+        "max_vector_bytes": max((r["vector_bytes"] for r in rows), default=0),
+    }
+
+
+def render(report: dict[str, Any], limit: int = 8) -> str:
+    lines = [f"vectorization (gcc): {report['vectorized_loops']} loop(s) vectorized, "
+             f"{report['missed_loops']} not; widest vectors {report['max_vector_bytes']} bytes"]
+    for r in report["loops"][:limit]:
+        if r["vectorized"]:
+            extra = ", versioned for aliasing" if r["versioned_for_alias"] else ""
+            lines.append(f"  line {r['line']}: vectorized ({r['vector_bytes']}-byte vectors{extra})")
+        else:
+            lines.append(f"  line {r['line']}: NOT vectorized: {'; '.join(r['missed'])[:200]}")
+    return "\n".join(lines)
