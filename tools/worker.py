@@ -17,7 +17,11 @@ from pathlib import Path
 from typing import Any
 
 
+_PHASE = ["start"]  # the last phase announced, reported when something fails
+
+
 def _announce(workdir: Path, phase: str) -> None:
+    _PHASE[0] = phase
     with open(workdir / "progress.jsonl", "a") as f:
         f.write(json.dumps({"phase": phase, "t": time.time()}) + "\n")
 
@@ -137,7 +141,7 @@ def main(request_path: str) -> int:
         _write_result(
             workdir,
             {"status": status, "message": f"{type(exc).__name__}: {str(exc)[-3000:]}",
-             "log_tail": traceback.format_exc()[-4000:], "builds": builds},
+             "log_tail": traceback.format_exc()[-4000:], "builds": builds, "failed_phase": _PHASE[0]},
         )
         return 0
     from pragma.tools import measure

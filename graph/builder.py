@@ -1,0 +1,57 @@
+"""Graph builder. ``graph`` (for langgraph.json / Studio) is compiled without a checkpointer,
+because the LangGraph server supplies its own; ``compile_app`` serves the CLI, eval and tests.
+
+    START -> setup -> coder -> verifier --fail--> repair -> coder
+                                         \\--pass--> profiler -> conductor --continue--> coder
+                                                                          \\--stop------> END
+"""
+
+from __future__ import annotations
+
+from langgraph.graph import START, StateGraph
+from langgraph.types import RetryPolicy
+
+from pragma.graph.context import Context
+from pragma.graph.routing import route_after_conductor, route_after_profiler, route_after_verifier
+from pragma.graph.state import InputState, PragmaState
+from pragma.nodes.coder import coder
+from pragma.nodes.conductor import conductor
+from pragma.nodes.profiler import profiler
+from pragma.nodes.repair import repair
+from pragma.nodes.setup import setup
+from pragma.nodes.verifier import verifier
+
+
+def _is_transient(exc: Exception) -> bool:
+    """Retry network hiccups of LLM calls; never user or configuration errors."""
+    name = type(exc).__name__
+    return name in ("APIConnectionError", "APITimeoutError", "RateLimitError", "InternalServerError",
+                    "ConnectionError", "TimeoutError")
+
+
+LLM_RETRY = RetryPolicy(max_attempts=3, initial_interval=2.0, retry_on=_is_transient)
+
+
+def build_graph() -> StateGraph:
+    builder = StateGraph(PragmaState, context_schema=Context, input_schema=InputState)
+    builder.add_node("setup", setup)
+    builder.add_node("coder", coder, retry_policy=LLM_RETRY)
+    builder.add_node("verifier", verifier)
+    builder.add_node("repair", repair, retry_policy=LLM_RETRY)
+    builder.add_node("profiler", profiler)
+    builder.add_node("conductor", conductor, retry_policy=LLM_RETRY)
+    builder.add_edge(START, "setup")
+    builder.add_edge("setup", "coder")
+    builder.add_edge("coder", "verifier")
+    builder.add_conditional_edges("verifier", route_after_verifier)
+    builder.add_edge("repair", "coder")
+    builder.add_conditional_edges("profiler", route_after_profiler)
+    builder.add_conditional_edges("conductor", route_after_conductor)
+    return builder
+
+
+def compile_app(checkpointer=None):
+    return build_graph().compile(checkpointer=checkpointer)
+
+
+graph = compile_app()

@@ -1,0 +1,188 @@
+"""The ``pragma`` command line: optimize, verify, profile, runs.
+
+Exit codes: 0 success (a correct kernel), 1 the candidate/run produced no correct kernel,
+2 bad invocation or unusable problem (one-line error, never a traceback).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+
+from pragma.graph.context import Context, field_descriptions, resolve_context
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
+                  help="PRAGMA: profile-guided multi-agent kernel optimization.")
+console = Console(stderr=True, highlight=False, soft_wrap=True)
+out = Console(highlight=False, soft_wrap=True)
+log = logging.getLogger("pragma")
+
+
+class UserError(Exception):
+    """A mistake in the invocation or input: reported on one line, exit code 2."""
+
+
+def _settings(pairs: list[str]) -> dict[str, Any]:
+    known = field_descriptions()
+    values: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or key not in known:
+            raise UserError(f"--set expects KEY=VALUE with KEY one of: {', '.join(known)}")
+        default = getattr(Context(), key)
+        try:
+            values[key] = type(default)(raw) if not isinstance(default, bool) else raw.lower() in ("1", "true")
+        except ValueError:
+            raise UserError(f"--set {key}: {raw!r} is not a valid {type(default).__name__}") from None
+    return values
+
+
+def _context(pairs: list[str], **explicit: Any) -> Context:
+    try:
+        return resolve_context(**{**_settings(pairs), **{k: v for k, v in explicit.items() if v is not None}})
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _read_candidate(path: Path) -> str:
+    if not path.is_file():
+        raise UserError(f"candidate file not found: {path}")
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read candidate {path}: {exc}") from None
+
+
+def _problem(path: Path) -> dict[str, Any]:
+    from pragma.tools.problem import ProblemError, read_problem
+
+    try:
+        return read_problem(path)
+    except ProblemError as exc:
+        raise UserError(str(exc)) from None
+
+
+SETTINGS_HELP = "Run setting KEY=VALUE (repeatable), any field of Context, e.g. --set timed_calls=50."
+
+
+@app.command()
+def verify(
+    problem: Path = typer.Argument(..., help="KernelBench-format problem file (Model, get_inputs, get_init_inputs)."),
+    candidate: Path = typer.Argument(..., help="Python module defining ModelNew."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    setting: list[str] = typer.Option([], "--set", help=SETTINGS_HELP),
+) -> None:
+    """Compile, check and time CANDIDATE against PROBLEM's reference in the sandbox."""
+    from pragma.tools.verify import verify_candidate
+
+    ctx = _context(setting)
+    prob = _problem(problem)
+    code = _read_candidate(candidate)
+    result = verify_candidate(prob["path"], code, ctx)
+    if result.get("failed_phase") == "load_problem":
+        raise UserError(f"{prob['path']}: the reference fails to load: {result['message'].splitlines()[0][:300]}")
+    if as_json:
+        out.print_json(json.dumps(result))
+    else:
+        line = f"{result['status']}: {result['message']}"
+        if result["status"] == "ok":
+            line += (f"\nspeedup {result['speedup']:.3f}x  candidate {result['runtime_ms']:.4f} ms  "
+                     f"reference {result['ref_runtime_ms']:.4f} ms  (medians, {result['num_threads']} thread(s))")
+        out.print(line)
+    raise typer.Exit(0 if result["status"] == "ok" else 1)
+
+
+@app.command()
+def profile(
+    problem: Path = typer.Argument(..., help="KernelBench-format problem file."),
+    candidate: Path = typer.Argument(..., help="Python module defining ModelNew."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    events: str = typer.Option("", "--events", help="Extra perf events, comma-separated."),
+    setting: list[str] = typer.Option([], "--set", help=SETTINGS_HELP),
+) -> None:
+    """Profile CANDIDATE (perf over the kernel region, vectorization report, instruction mix)."""
+    from pragma.tools.profilers.cpu import profile_candidate, render_profile
+
+    ctx = _context(setting)
+    prob = _problem(problem)
+    code = _read_candidate(candidate)
+    extra = [e for e in events.split(",") if e.strip()]
+    result = profile_candidate(prob["path"], code, ctx, extra)
+    if as_json:
+        out.print_json(json.dumps(result))
+    else:
+        out.print(render_profile(result))
+    raise typer.Exit(0 if result.get("status") == "ok" else 1)
+
+
+@app.command()
+def optimize(
+    problem: Optional[Path] = typer.Argument(None, help="KernelBench-format problem file."),
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="Output directory (default ./pragma-out/THREAD_ID)."),
+    resume: Optional[str] = typer.Option(None, "--resume", help="Continue an interrupted run by its thread id."),
+    max_iterations: Optional[int] = typer.Option(None, "--max-iterations", help="Candidates to write (default 15)."),
+    coder_model: Optional[str] = typer.Option(None, "--coder-model", help="'provider:model' for the Coder."),
+    conductor_model: Optional[str] = typer.Option(None, "--conductor-model", help="'provider:model' for the Conductor."),
+    setting: list[str] = typer.Option([], "--set", help=SETTINGS_HELP),
+) -> None:
+    """Run the PRAGMA loop on PROBLEM; writes best.py and report.md."""
+    from pragma.graph import runner
+
+    if resume:
+        code = runner.resume_run(resume, out)
+    else:
+        if problem is None:
+            raise UserError("give a PROBLEM file, or --resume THREAD_ID")
+        prob = _problem(problem)
+        ctx = _context(setting, max_iterations=max_iterations, coder_model=coder_model,
+                       conductor_model=conductor_model)
+        code = runner.start_run(prob, ctx, out_dir, out)
+    raise typer.Exit(code)
+
+
+@app.command()
+def runs() -> None:
+    """List runs (thread ids), their status and best speedup."""
+    from pragma.graph import runs as registry
+
+    rows = registry.list_runs()
+    if not rows:
+        out.print("no runs yet")
+        return
+    for r in rows:
+        out.print(f"{r['thread_id']}  {r['status']:<9} best {r['best_speedup']:.3f}x  "
+                  f"{r['iterations']} candidates  {r['problem_path']}  -> {r['out_dir']}")
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from pragma.nodes.llm import LLMError
+    from pragma.tools.problem import ProblemError
+
+    try:
+        app(standalone_mode=False)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except (UserError, ProblemError, LLMError) as exc:
+        console.print(f"error: {exc}")
+        sys.exit(2)
+    except KeyboardInterrupt:
+        console.print("interrupted; resume with: pragma optimize --resume THREAD_ID (see pragma runs)")
+        sys.exit(130)
+    except Exception as exc:  # click usage errors and the like
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(2)
+        if isinstance(exc, click.exceptions.Abort):
+            sys.exit(130)
+        raise
+

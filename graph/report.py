@@ -1,0 +1,59 @@
+"""Run outputs: ``best.py`` (standalone kernel) and ``report.md`` (the attempt history)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pragma.graph.context import Context
+from pragma.graph.routing import stop_reason
+from pragma.tools.export import standalone_source
+from pragma.tools.profilers.cpu import render_profile
+
+
+def _first_line(text: str, limit: int = 100) -> str:
+    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    return (line[: limit - 1] + "…") if len(line) > limit else line
+
+
+def render_report(state: dict[str, Any], ctx: Context, thread_id: str) -> str:
+    problem, best, usage = state.get("problem", {}), state.get("best") or {}, state.get("usage", {})
+    lines = [f"# PRAGMA run `{thread_id}`", "",
+             f"- problem: `{problem.get('path', '')}`",
+             f"- candidates written: {state.get('iteration', 0)} (max_iterations={ctx.max_iterations})",
+             f"- stopped because: {stop_reason(state, ctx) or 'the run is not finished'}",
+             f"- threads: {ctx.num_threads}; timing: {ctx.warmup_calls} warm-up + {ctx.timed_calls} "
+             "timed calls each, reference and candidate interleaved",
+             f"- LLM: {int(usage.get('llm_calls', 0))} calls, {int(usage.get('input_tokens', 0))} tokens in, "
+             f"{int(usage.get('output_tokens', 0))} tokens out", ""]
+    if best:
+        lines += [f"## Best: attempt {best['iteration']}, {best['speedup']:.3f}x over PyTorch",
+                  f"{best['runtime_ms']:.4f} ms vs reference {best['ref_runtime_ms']:.4f} ms (medians).", "",
+                  "```", render_profile(best.get("profile") or {}), "```", ""]
+    else:
+        lines += ["## No correct kernel was found", ""]
+    lines += ["## Attempts", "", "| # | origin | status | speedup | runtime ms | ref ms | max abs diff | message |",
+              "|---|---|---|---|---|---|---|---|"]
+    for a in state.get("attempts", []):
+        msg = _first_line(a.get("message", "")).replace("|", "\\|")
+        lines.append(f"| {a['iteration']} | {a.get('origin', '')} | {a['status']} | {a['speedup']:.3f} | "
+                     f"{a['runtime_ms']:.4f} | {a['ref_runtime_ms']:.4f} | {a['max_abs_diff']:.3g} | {msg} |")
+    lines += ["", "## Conductor and repair guidance", ""]
+    for entry in state.get("log", []):
+        if entry["role"] != "coder":
+            lines += [f"### after attempt {entry['attempt']} ({entry['role']})", "", entry["reply"].strip(), ""]
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(state: dict[str, Any], ctx: Context, thread_id: str, out_dir: Path) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    best = state.get("best") or {}
+    if best.get("code"):
+        path = out_dir / "best.py"
+        path.write_text(standalone_source(best["code"]))
+        written.append(path)
+    report = out_dir / "report.md"
+    report.write_text(render_report(state, ctx, thread_id))
+    written.append(report)
+    return written

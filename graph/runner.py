@@ -1,0 +1,99 @@
+"""Drive one optimization run: start or resume a thread, print progress, write the outputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from pragma.graph import runs
+from pragma.graph.builder import compile_app
+from pragma.graph.context import Context, context_to_dict
+from pragma.graph.report import write_outputs
+from pragma.nodes import llm
+
+
+def check_models(ctx: Context) -> None:
+    """Fail before any work when a role has no usable model (one-line LLMError)."""
+    llm.load_chat_model(ctx.coder_model, role="coder", timeout_s=ctx.llm_timeout_s)
+    llm.load_chat_model(ctx.conductor_model or ctx.coder_model, role="conductor", timeout_s=ctx.llm_timeout_s)
+
+
+def _progress(console: Console, node: str, update: dict[str, Any], best: dict[str, float]) -> None:
+    if not isinstance(update, dict):
+        return
+    if node == "setup":
+        p = update["problem"]
+        console.print(f"problem {p['name']}: reference {p.get('ref_call_ms', 0):.2f} ms per call; {update['hardware']}")
+    elif node == "verifier":
+        v = update["verification"]
+        a = update["attempts"][0]
+        text = f"attempt {a['iteration']} ({a['origin']}): {v['status']}"
+        if v["status"] == "ok":
+            best["speedup"] = max(best.get("speedup", 0.0), v["speedup"])
+            text += f", speedup {v['speedup']:.3f}x ({v['runtime_ms']:.4f} ms vs {v['ref_runtime_ms']:.4f} ms)"
+        else:
+            text += f": {(v['message'].strip().splitlines() or [''])[0][:160]}"
+        console.print(f"{text}; best so far {best.get('speedup', 0.0):.3f}x")
+    elif node == "profiler":
+        p = update["profile"]
+        console.print(f"  profile: {p.get('bottleneck', 'unknown')} (confidence {p.get('confidence', 'none')})")
+    elif node in ("conductor", "repair"):
+        g = update["guidance"]
+        first = (g.get("text", "").strip().splitlines() or [""])[0][:160]
+        console.print(f"  {node}: {first}")
+
+
+def _execute(thread_id: str, graph_input: Any, ctx: Context, out_dir: Path, console: Console) -> int:
+    config = {"configurable": {"thread_id": thread_id}}
+    best: dict[str, float] = {}
+    with runs.checkpointer() as saver:
+        app = compile_app(saver)
+        prior = app.get_state(config).values.get("best") or {}
+        if prior:
+            best["speedup"] = prior.get("speedup", 0.0)
+        try:
+            for chunk in app.stream(graph_input, config, context=ctx, stream_mode="updates", durability="sync"):
+                for node, update in chunk.items():
+                    _progress(console, node, update, best)
+        except BaseException:
+            state = app.get_state(config).values
+            runs.update(thread_id, status="stopped", best_speedup=(state.get("best") or {}).get("speedup", 0.0),
+                        iterations=state.get("iteration", 0))
+            console.print(f"run {thread_id} stopped; resume with: pragma optimize --resume {thread_id}")
+            raise
+        state = app.get_state(config).values
+    best_state = state.get("best") or {}
+    runs.update(thread_id, status="finished", best_speedup=best_state.get("speedup", 0.0),
+                iterations=state.get("iteration", 0))
+    written = write_outputs(state, ctx, thread_id, out_dir)
+    if best_state:
+        console.print(f"best: attempt {best_state['iteration']}, {best_state['speedup']:.3f}x over PyTorch")
+    else:
+        console.print("no correct kernel found")
+    console.print("wrote " + ", ".join(str(p) for p in written))
+    return 0 if best_state else 1
+
+
+def start_run(problem: dict[str, Any], ctx: Context, out_dir: Path | None, console: Console) -> int:
+    check_models(ctx)
+    thread_id = runs.new_thread_id(problem["name"])
+    out_dir = (out_dir or Path("pragma-out") / thread_id).resolve()
+    runs.register(thread_id, problem["path"], str(out_dir), context_to_dict(ctx))
+    console.print(f"run {thread_id} (resume with: pragma optimize --resume {thread_id})")
+    return _execute(thread_id, {"problem": {"path": problem["path"]}}, ctx, out_dir, console)
+
+
+def resume_run(thread_id: str, console: Console) -> int:
+    from pragma.graph.cli import UserError
+
+    row = runs.get(thread_id)
+    if row is None:
+        raise UserError(f"no run with thread id {thread_id!r} (see: pragma runs)")
+    import json
+
+    ctx = Context(**json.loads(row["context_json"]))
+    check_models(ctx)
+    console.print(f"resuming run {thread_id}")
+    return _execute(thread_id, None, ctx, Path(row["out_dir"]), console)

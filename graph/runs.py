@@ -1,0 +1,72 @@
+"""Run registry and checkpointer, both SQLite files in the data directory (outside the repo).
+
+The registry remembers what the checkpointer does not: the problem, the output directory and the
+Context of each thread, so ``--resume THREAD_ID`` continues with the same settings.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from pragma.graph.context import data_dir
+
+SCHEMA = """CREATE TABLE IF NOT EXISTS runs (
+    thread_id TEXT PRIMARY KEY, problem_path TEXT NOT NULL, out_dir TEXT NOT NULL,
+    context_json TEXT NOT NULL, status TEXT NOT NULL, best_speedup REAL NOT NULL DEFAULT 0,
+    iterations INTEGER NOT NULL DEFAULT 0, created_at REAL NOT NULL, updated_at REAL NOT NULL)"""
+
+
+def checkpoint_path() -> Path:
+    return data_dir() / "checkpoints.sqlite"
+
+
+@contextmanager
+def checkpointer() -> Iterator[SqliteSaver]:
+    conn = sqlite3.connect(str(checkpoint_path()), check_same_thread=False)
+    try:
+        yield SqliteSaver(conn)
+    finally:
+        conn.close()
+
+
+def _db() -> sqlite3.Connection:
+    conn = sqlite3.connect(str(data_dir() / "runs.sqlite"))
+    conn.row_factory = sqlite3.Row
+    conn.execute(SCHEMA)
+    return conn
+
+
+def new_thread_id(problem_name: str) -> str:
+    return f"{problem_name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+
+
+def register(thread_id: str, problem_path: str, out_dir: str, context: dict[str, Any]) -> None:
+    now = time.time()
+    with _db() as conn:
+        conn.execute("INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?,?)",
+                     (thread_id, problem_path, out_dir, json.dumps(context), "running", 0.0, 0, now, now))
+
+
+def update(thread_id: str, *, status: str, best_speedup: float, iterations: int) -> None:
+    with _db() as conn:
+        conn.execute("UPDATE runs SET status=?, best_speedup=?, iterations=?, updated_at=? WHERE thread_id=?",
+                     (status, best_speedup, iterations, time.time(), thread_id))
+
+
+def get(thread_id: str) -> dict[str, Any] | None:
+    with _db() as conn:
+        row = conn.execute("SELECT * FROM runs WHERE thread_id=?", (thread_id,)).fetchone()
+    return dict(row) if row else None
+
+
+def list_runs() -> list[dict[str, Any]]:
+    with _db() as conn:
+        return [dict(r) for r in conn.execute("SELECT * FROM runs ORDER BY created_at DESC")]

@@ -1,0 +1,46 @@
+"""coder (LLM): write the first candidate, repair the failed one, or refine the historical best."""
+
+from __future__ import annotations
+
+import json
+
+from langgraph.runtime import Runtime
+
+from pragma.graph.context import Context
+from pragma.graph.state import PragmaState
+from pragma.nodes import chat, prompts
+from pragma.tools.extract import ExtractionError, extract_code
+
+
+def _inputs_text(problem: dict) -> str:
+    return json.dumps({"inputs": problem.get("inputs", []), "init_inputs": problem.get("init_inputs", [])})
+
+
+def coder(state: PragmaState, runtime: Runtime[Context]) -> dict:
+    ctx = runtime.context
+    attempt = state.get("iteration", 0) + 1
+    problem = state["problem"]
+    common = {"attempt": attempt, "name": problem["name"], "source": problem["source"],
+              "inputs": _inputs_text(problem), "hardware": state.get("hardware", "")}
+    guidance = state.get("guidance") or {}
+    best = state.get("best") or {}
+    last = state.get("verification") or {}
+    if guidance.get("mode") == "repair" and last.get("status") not in (None, "ok"):
+        origin = "repair"
+        human = prompts.CODER_REPAIR.format(**common, status=last["status"],
+                                            code=state["candidate"]["code"], guidance=guidance["text"])
+    elif best.get("code") and guidance.get("text"):
+        origin = "refine"
+        human = prompts.CODER_REFINE.format(**common, best_speedup=best["speedup"],
+                                            best_runtime_ms=best["runtime_ms"], best_code=best["code"],
+                                            guidance=guidance["text"])
+    else:
+        origin = "initial"
+        human = prompts.CODER_FIRST.format(**common)
+    text, update = chat.ask("coder", ctx, prompts.CODER_SYSTEM, human, attempt)
+    try:
+        code = extract_code(text)
+    except ExtractionError as exc:
+        # An unusable reply is a failed candidate; the verifier reports it and repair follows.
+        code = f"# PRAGMA: {exc}\nraise SyntaxError({str(exc)!r})\n"
+    return {**update, "iteration": attempt, "candidate": {"iteration": attempt, "code": code, "origin": origin}}

@@ -1,0 +1,66 @@
+"""conductor (LLM): compare the candidate's profile with the best's and plan the next step."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field, ValidationError
+
+from pragma.graph.context import Context
+from pragma.graph.state import PragmaState
+from pragma.nodes import chat, prompts
+from pragma.tools.extract import strip_reasoning
+from pragma.tools.profilers.bottleneck import VOCABULARY
+from pragma.tools.profilers.cpu import render_profile
+
+JSON_BLOCK = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
+
+
+class ConductorGuidance(BaseModel):
+    diagnosis: str = ""
+    bottleneck: str = "unknown"
+    steps: list[str] = Field(default_factory=list)
+    extra_metrics: list[str] = Field(default_factory=list)
+    stop: bool = False
+
+
+def parse_guidance(text: str) -> ConductorGuidance | None:
+    clean = strip_reasoning(text)
+    for candidate in [m.group(1) for m in JSON_BLOCK.finditer(clean)] + [clean]:
+        try:
+            return ConductorGuidance.model_validate(json.loads(candidate))
+        except (ValueError, ValidationError):
+            continue
+    return None
+
+
+def _history(attempts: list[dict]) -> str:
+    return "\n".join(f"attempt {a['iteration']}: {a['status']}, speedup {a['speedup']:.3f}x" for a in attempts)
+
+
+def conductor(state: PragmaState, runtime: Runtime[Context]) -> dict:
+    candidate, result, best = state["candidate"], state["verification"], state.get("best") or {}
+    profile = state.get("profile") or {}
+    human = prompts.CONDUCTOR_HUMAN.format(
+        attempt=candidate["iteration"], name=state["problem"]["name"], source=state["problem"]["source"],
+        hardware=state.get("hardware", ""), history=_history(state.get("attempts", [])),
+        iteration=candidate["iteration"], speedup=result["speedup"], code=candidate["code"],
+        profile=render_profile(profile), best_iteration=best.get("iteration", 0),
+        best_speedup=best.get("speedup", 0.0), best_code=best.get("code", ""),
+        best_profile=render_profile(best.get("profile") or {}), diff=profile.get("diff_vs_best", ""),
+    )
+    system = prompts.CONDUCTOR_SYSTEM.format(vocabulary=", ".join(VOCABULARY))
+    text, update = chat.ask("conductor", runtime.context, system, human, candidate["iteration"])
+    parsed = parse_guidance(text)
+    if parsed is None:
+        # Free text is still useful guidance; it just carries no stop flag or metric requests.
+        guidance = {"mode": "optimize", "text": strip_reasoning(text), "bottleneck": "unknown",
+                    "extra_metrics": [], "should_stop": False}
+    else:
+        steps = "\n".join(f"{i + 1}. {s}" for i, s in enumerate(parsed.steps))
+        guidance = {"mode": "optimize", "text": f"Diagnosis: {parsed.diagnosis}\nNext steps:\n{steps}",
+                    "bottleneck": parsed.bottleneck, "extra_metrics": parsed.extra_metrics,
+                    "should_stop": parsed.stop}
+    return {**update, "guidance": guidance}

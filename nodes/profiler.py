@@ -1,0 +1,25 @@
+"""profiler (no LLM): profile the verified candidate, diff it against the historical best, and
+crown it as the new best when it is faster (so the best always carries its profile)."""
+
+from __future__ import annotations
+
+from langgraph.runtime import Runtime
+
+from pragma.graph.context import Context
+from pragma.graph.state import PragmaState
+from pragma.tools.profilers import cpu, diff
+
+
+def profiler(state: PragmaState, runtime: Runtime[Context]) -> dict:
+    candidate, result = state["candidate"], state["verification"]
+    extra = (state.get("guidance") or {}).get("extra_metrics") or []
+    profile = cpu.profile_candidate(state["problem"]["path"], candidate["code"], runtime.context, extra)
+    best = state.get("best") or {}
+    rows = diff.diff_profiles(best.get("profile"), profile)
+    profile = {**profile, "diff_vs_best": diff.render_diff(rows, best.get("profile"), profile),
+               "iteration": candidate["iteration"]}
+    update: dict = {"profile": profile}
+    update["best"] = {"iteration": candidate["iteration"], "code": candidate["code"],
+                      "speedup": result["speedup"], "runtime_ms": result["runtime_ms"],
+                      "ref_runtime_ms": result["ref_runtime_ms"], "profile": profile}
+    return update

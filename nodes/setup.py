@@ -1,0 +1,23 @@
+"""setup: load and probe the problem once, and describe the machine for the prompts."""
+
+from __future__ import annotations
+
+from langgraph.runtime import Runtime
+
+from pragma.graph.context import Context
+from pragma.graph.state import PragmaState
+from pragma.tools import hardware, problem
+
+
+def setup(state: PragmaState, runtime: Runtime[Context]) -> dict:
+    ctx = runtime.context
+    given = state.get("problem") or {}
+    if "inputs" not in given:
+        if given.get("path"):
+            loaded = problem.read_problem(given["path"])
+        else:
+            raise problem.ProblemError("the run input needs problem.path (a KernelBench problem file)")
+        given = problem.probe_problem(loaded, num_threads=ctx.num_threads, seed=ctx.seed)
+    spec = hardware.cpu_spec()
+    return {"problem": given, "hardware": hardware.render_spec(spec, ctx.num_threads), "iteration": 0,
+            "consecutive_failures": 0}

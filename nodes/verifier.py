@@ -1,0 +1,24 @@
+"""verifier (no LLM): compile, check and time the candidate in the sandbox; record the attempt."""
+
+from __future__ import annotations
+
+import hashlib
+
+from langgraph.runtime import Runtime
+
+from pragma.graph.context import Context
+from pragma.graph.state import PragmaState
+from pragma.tools.verify import verify_candidate
+
+ATTEMPT_KEYS = ("status", "message", "speedup", "runtime_ms", "ref_runtime_ms", "max_abs_diff",
+                "mean_abs_diff", "wall_s", "num_threads")
+
+
+def verifier(state: PragmaState, runtime: Runtime[Context]) -> dict:
+    candidate = state["candidate"]
+    result = verify_candidate(state["problem"]["path"], candidate["code"], runtime.context)
+    attempt = {"iteration": candidate["iteration"], "origin": candidate.get("origin", ""),
+               "code_sha256": hashlib.sha256(candidate["code"].encode()).hexdigest(),
+               "code": candidate["code"], **{k: result[k] for k in ATTEMPT_KEYS}}
+    failures = 0 if result["status"] == "ok" else state.get("consecutive_failures", 0) + 1
+    return {"verification": result, "attempts": [attempt], "consecutive_failures": failures}
