@@ -186,3 +186,7 @@ def main() -> None:
             sys.exit(130)
         raise
 
+
+
+if __name__ == "__main__":
+    main()

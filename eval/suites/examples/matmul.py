@@ -1,6 +1,7 @@
 """category: matmul — dense single-precision matrix product C = A @ B."""
+
 import torch
-import torch.nn as nn
+from torch import nn
 
 # K is moderate so fp32 accumulation-order differences stay inside atol=rtol=1e-4.
 M = 1021

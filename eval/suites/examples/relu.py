@@ -1,6 +1,7 @@
 """category: activation — elementwise ReLU over a large 2-D tensor."""
+
 import torch
-import torch.nn as nn
+from torch import nn
 
 # Odd inner size so kernels cannot assume a multiple of the vector width. The 31 MiB output
 # stays under glibc's 32 MiB mmap ceiling: bigger fresh outputs pay ~25 ms of page faults per call.

@@ -1,6 +1,7 @@
 """category: normalization — row-wise softmax over the last dimension."""
+
 import torch
-import torch.nn as nn
+from torch import nn
 
 # dim is kept moderate so typical outputs (~1/dim) stay well above the 1e-4 tolerance; the
 # 31 MiB output stays under glibc's 32 MiB mmap ceiling (bigger fresh outputs pay page faults).

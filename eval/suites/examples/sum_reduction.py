@@ -1,6 +1,7 @@
 """category: reduction — sum over the last dimension (keepdim=False)."""
+
 import torch
-import torch.nn as nn
+from torch import nn
 
 batch_size = 4093
 dim = 4093

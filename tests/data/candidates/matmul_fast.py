@@ -3,13 +3,14 @@
 Not a packed BLAS kernel (no packing of A/B, no K blocking), so slower than MKL, but honest and
 within atol=rtol=1e-4 of torch for K ~ 512 (each output is one serial fp32 sum over K).
 """
+
 import ctypes
 
 import torch
-import torch.nn as nn
 from pragma_cext import load_cpp, ptr
+from torch import nn
 
-CPP_SOURCE = r'''
+CPP_SOURCE = r"""
 #include <cstdint>
 #include <algorithm>
 
@@ -52,7 +53,7 @@ extern "C" void matmul_forward(const float* __restrict A, const float* __restric
         }
     }
 }
-'''
+"""
 
 _lib = load_cpp(CPP_SOURCE, name="matmul")
 _lib.matmul_forward.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64] * 3

@@ -1,17 +1,18 @@
 """Honest fast-path candidate for eval/suites/examples/relu.py: ReLU in C++ (OpenMP + SIMD)."""
+
 import ctypes
 
 import torch
-import torch.nn as nn
 from pragma_cext import load_cpp, ptr
+from torch import nn
 
-CPP_SOURCE = r'''
+CPP_SOURCE = r"""
 #include <cstdint>
 extern "C" void relu_forward(const float* x, float* y, int64_t n) {
     #pragma omp parallel for simd schedule(static)
     for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : 0.f;
 }
-'''
+"""
 
 _lib = load_cpp(CPP_SOURCE, name="relu")
 _lib.relu_forward.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]

@@ -1,12 +1,13 @@
 """Slow-but-correct test fixture: scalar single-threaded ReLU compiled at -O0 (the later -O0
 overrides the default -O3), so it is correct yet clearly slower than relu_fast.py."""
+
 import ctypes
 
 import torch
-import torch.nn as nn
 from pragma_cext import load_cpp, ptr
+from torch import nn
 
-CPP_SOURCE = r'''
+CPP_SOURCE = r"""
 #include <cstdint>
 extern "C" void relu_forward(const float* x, float* y, int64_t n) {
     for (int64_t i = 0; i < n; ++i) {
@@ -14,7 +15,7 @@ extern "C" void relu_forward(const float* x, float* y, int64_t n) {
         else y[i] = 0.f;
     }
 }
-'''
+"""
 
 _lib = load_cpp(CPP_SOURCE, extra_flags=("-O0",), name="relu_slow")
 _lib.relu_forward.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]

@@ -1,14 +1,15 @@
 """Honest fast-path candidate for eval/suites/examples/softmax.py: stable row softmax in C++."""
+
 import ctypes
 
 import torch
-import torch.nn as nn
 from pragma_cext import load_cpp, ptr
+from torch import nn
 
 # A hand-written exp instead of -ffast-math: with GCC 12, -ffast-math links crtfastmath.o even
 # into a shared object, which turns on flush-to-zero for the whole process (the reference too).
 # Plain expf is a libm call the compiler will not vectorize without -ffast-math.
-CPP_SOURCE = r'''
+CPP_SOURCE = r"""
 #include <cstdint>
 #include <cstring>
 #include <cmath>  // INFINITY
@@ -44,7 +45,7 @@ extern "C" void softmax_forward(const float* x, float* y, int64_t rows, int64_t 
         for (int64_t c = 0; c < cols; ++c) yr[c] *= inv;
     }
 }
-'''
+"""
 
 _lib = load_cpp(CPP_SOURCE, name="softmax")
 _lib.softmax_forward.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]

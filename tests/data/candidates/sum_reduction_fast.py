@@ -1,15 +1,16 @@
 """Honest fast-path candidate for eval/suites/examples/sum_reduction.py: row sums in C++."""
+
 import ctypes
 
 import torch
-import torch.nn as nn
 from pragma_cext import load_cpp, ptr
+from torch import nn
 
 # Two-level sum: fp32 SIMD partial sums over 512-element chunks, chunk totals added in double.
 # One fp32 chain over the whole ~4k-element row drifts ~3x further from the exact sum than
 # torch's cascade sum (close to atol=1e-4 on rows summing to ~0); chunking matches torch's
 # accuracy at fp32 speed (accumulating everything in double measured ~40% slower here).
-CPP_SOURCE = r'''
+CPP_SOURCE = r"""
 #include <cstdint>
 extern "C" void sum_lastdim(const float* x, float* y, int64_t rows, int64_t cols) {
     const int64_t CHUNK = 512;
@@ -27,7 +28,7 @@ extern "C" void sum_lastdim(const float* x, float* y, int64_t rows, int64_t cols
         y[r] = static_cast<float>(total);
     }
 }
-'''
+"""
 
 _lib = load_cpp(CPP_SOURCE, name="sum_reduction")
 _lib.sum_lastdim.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
