@@ -167,7 +167,8 @@ def main() -> None:
     from pragma.tools.problem import ProblemError
 
     try:
-        app(standalone_mode=False)
+        # Outside standalone mode click returns a command's exit code instead of exiting.
+        sys.exit(app(standalone_mode=False) or 0)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except (UserError, ProblemError, LLMError) as exc:

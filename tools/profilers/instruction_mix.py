@@ -28,13 +28,19 @@ def collect(so_path: str, timeout_s: float = 60.0) -> dict[str, Any]:
     return {"status": "ok", "text": proc.stdout}
 
 
+# Data movement, logic and shuffles are not FP arithmetic (``vxorps x,x,x`` is just zeroing).
+NON_ARITHMETIC = ("mov", "vmov", "xor", "vxor", "and", "vand", "or", "vor", "unpck", "vunpck", "shuf",
+                  "vshuf", "vperm", "blend", "vblend", "vbroadcast", "vinsert", "vextract", "vgather",
+                  "vscatter", "vpermt", "vcompress", "vexpand")
+
+
 def _is_kernel_function(name: str) -> bool:
     return not (name.startswith(SKIP_PREFIXES) or "@plt" in name)
 
 
 def parse(text: str) -> dict[str, Any]:
     counts = {"instructions": 0, "fma": 0, "packed_fp_512": 0, "packed_fp_256": 0, "packed_fp_128": 0,
-              "scalar_fp": 0, "vector_int": 0}
+              "scalar_fp": 0, "vector_int": 0, "vector_moves": 0}
     functions: list[str] = []
     in_kernel = False
     for line in text.splitlines():
@@ -50,6 +56,9 @@ def parse(text: str) -> dict[str, Any]:
         counts["instructions"] += 1
         if mn.startswith(("vfmadd", "vfmsub", "vfnmadd", "vfnmsub")):
             counts["fma"] += 1
+        if mn.startswith(NON_ARITHMETIC):
+            counts["vector_moves"] += int(any(r in ops for r in ("xmm", "ymm", "zmm")))
+            continue
         is_fp_packed = mn.endswith(("ps", "pd")) and not mn.endswith(("ss", "sd"))
         if mn.endswith(("ss", "sd")) and ("xmm" in ops) and not mn.startswith(("movs", "vmovs")) or \
                 mn in ("addss", "mulss", "addsd", "mulsd"):

@@ -1,0 +1,81 @@
+"""Graph pieces in isolation: topology, reducers, routers, context precedence, code extraction."""
+
+from pathlib import Path
+
+import pytest
+from langgraph.graph import END
+
+from pragma.graph.builder import compile_app
+from pragma.graph.context import Context, resolve_context
+from pragma.graph.routing import route_after_conductor, route_after_profiler, route_after_verifier
+from pragma.graph.state import add_usage, keep_best
+from pragma.tools.extract import ExtractionError, extract_code
+
+SNAPSHOT = Path(__file__).parent / "data" / "topology.mmd"
+
+
+def test_topology_matches_snapshot():
+    drawn = compile_app().get_graph().draw_mermaid()
+    # To accept an intended change: regenerate the snapshot and review the diff.
+    assert drawn == SNAPSHOT.read_text()
+    edges = {(e.source, e.target, e.conditional) for e in compile_app().get_graph().edges}
+    assert ("verifier", "repair", True) in edges and ("verifier", "profiler", True) in edges
+    assert ("conductor", "coder", True) in edges and ("conductor", END, True) in edges
+
+
+def test_keep_best_only_moves_to_faster_and_merges_same_iteration():
+    best = keep_best({}, {"iteration": 3, "speedup": 1.5})
+    assert keep_best(best, {"iteration": 4, "speedup": 1.2}) == best
+    assert keep_best(best, {"iteration": 5, "speedup": 2.0})["iteration"] == 5
+    merged = keep_best(best, {"iteration": 3, "profile": {"bottleneck": "memory-bound"}})
+    assert merged["speedup"] == 1.5 and merged["profile"]["bottleneck"] == "memory-bound"
+    assert keep_best(best, None) == best
+
+
+def test_add_usage_sums_counters():
+    assert add_usage({"llm_calls": 1, "input_tokens": 10}, {"llm_calls": 1, "output_tokens": 5}) == {
+        "llm_calls": 2, "input_tokens": 10, "output_tokens": 5}
+
+
+class _Runtime:
+    def __init__(self, ctx):
+        self.context = ctx
+
+
+@pytest.mark.parametrize("state, expected", [
+    ({"verification": {"status": "ok"}, "iteration": 15}, "profiler"),
+    ({"verification": {"status": "mismatch"}, "iteration": 2, "consecutive_failures": 1}, "repair"),
+    ({"verification": {"status": "timeout"}, "iteration": 15, "consecutive_failures": 1}, END),
+    ({"verification": {"status": "compile_error"}, "iteration": 6, "consecutive_failures": 5}, END),
+])
+def test_route_after_verifier(state, expected):
+    assert route_after_verifier(state, _Runtime(Context(max_iterations=15, max_repairs=4))) == expected
+
+
+def test_route_after_profiler_and_conductor_respect_limits():
+    rt = _Runtime(Context(max_iterations=3))
+    assert route_after_profiler({"iteration": 3}, rt) == END
+    assert route_after_profiler({"iteration": 2}, rt) == "conductor"
+    assert route_after_conductor({"iteration": 2, "guidance": {"should_stop": True}}, rt) == END
+    assert route_after_conductor({"iteration": 2, "guidance": {"should_stop": False}}, rt) == "coder"
+
+
+def test_context_precedence_explicit_over_env_over_default():
+    env = {"PRAGMA_MAX_ITERATIONS": "7", "PRAGMA_ATOL": "1e-3"}
+    assert resolve_context(env=env).max_iterations == 7
+    assert resolve_context(env=env, max_iterations=3).max_iterations == 3
+    assert resolve_context(env={}).max_iterations == 15
+    assert resolve_context(env=env).atol == 1e-3
+    with pytest.raises(ValueError, match="PRAGMA_MAX_ITERATIONS"):
+        resolve_context(env={"PRAGMA_MAX_ITERATIONS": "many"})
+    with pytest.raises(ValueError, match="unknown settings"):
+        resolve_context(env={}, max_iters=3)
+
+
+def test_extract_code_prefers_last_modelnew_block_and_drops_reasoning():
+    reply = ("<think>```python\nclass ModelNew: pass  # draft\n```</think>\nFirst a helper:\n"
+             "```cpp\nint x;\n```\nThe module:\n```python\nimport torch\nclass ModelNew:\n    final = 1\n```")
+    code = extract_code(reply)
+    assert "final = 1" in code and "draft" not in code
+    with pytest.raises(ExtractionError):
+        extract_code("I cannot help with that.")
