@@ -21,10 +21,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from conftest import EXAMPLES
 
-LANGGRAPH = shutil.which("langgraph", path=str(Path(sys.executable).parent)) or shutil.which("langgraph")
+# Prefer the CLI next to this interpreter so the server imports the same pragma and langgraph.
+LANGGRAPH = (shutil.which("langgraph", path=str(Path(sys.executable).parent))
+             or shutil.which("langgraph"))
 STARTUP_TIMEOUT_S = 120.0
 RUN_TIMEOUT_S = 600.0
 SHUTDOWN_TIMEOUT_S = 15.0
@@ -32,7 +33,8 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the server colours its log even into a f
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(LANGGRAPH is None, reason="langgraph CLI not installed (pip install 'langgraph-cli[inmem]')"),
+    pytest.mark.skipif(LANGGRAPH is None,
+                       reason="langgraph CLI not installed (pip install 'langgraph-cli[inmem]')"),
 ]
 
 # The server imports this instead of graph/builder.py directly so that every LLM call in the
@@ -48,7 +50,7 @@ import pragma.nodes.llm
 
 pragma.nodes.llm.load_chat_model = scripted.loader_for(scripted.relu_script())
 
-from pragma.graph.builder import graph  # noqa: E402
+from pragma.graph.builder import graph
 """
 
 
@@ -67,18 +69,23 @@ def _log_tail(log: Path, chars: int = 6000) -> str:
         return f"<no server log: {exc}>"
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    # `langgraph dev` may fork workers (and a reloader when reload is on): signal the whole group.
-    if proc.poll() is not None:
-        return
+def _signal_group(proc: subprocess.Popen, sig: signal.Signals) -> None:
     try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=SHUTDOWN_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=SHUTDOWN_TIMEOUT_S)
+        os.killpg(proc.pid, sig)
     except ProcessLookupError:
         pass
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    # Signal the whole session, not just the CLI: uvicorn workers (and a reloader, when reload is
+    # on) are its children and may outlive it.
+    _signal_group(proc, signal.SIGTERM)
+    try:
+        proc.wait(timeout=SHUTDOWN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        pass
+    _signal_group(proc, signal.SIGKILL)
+    proc.wait(timeout=SHUTDOWN_TIMEOUT_S)
 
 
 def _wait_healthy(client: httpx.Client, proc: subprocess.Popen, log: Path) -> None:
@@ -86,14 +93,16 @@ def _wait_healthy(client: httpx.Client, proc: subprocess.Popen, log: Path) -> No
     last_error = "no attempt"
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            pytest.fail(f"langgraph dev exited with {proc.returncode} before becoming healthy:\n{_log_tail(log)}")
+            pytest.fail(f"langgraph dev exited with {proc.returncode} before becoming healthy:\n"
+                        f"{_log_tail(log)}")
         try:
             if client.get("/ok", timeout=5).status_code == 200:
                 return
         except httpx.HTTPError as exc:
             last_error = repr(exc)
         time.sleep(0.5)
-    pytest.fail(f"langgraph dev not healthy after {STARTUP_TIMEOUT_S:.0f} s ({last_error}):\n{_log_tail(log)}")
+    pytest.fail(f"langgraph dev not healthy after {STARTUP_TIMEOUT_S:.0f} s ({last_error}):\n"
+                f"{_log_tail(log)}")
 
 
 @pytest.fixture
@@ -103,7 +112,8 @@ def server(tmp_path: Path) -> Iterator[tuple[httpx.Client, Path]]:
     # runtime files must stay out of any watched project folder.
     workdir = tmp_path / "server"
     workdir.mkdir()
-    (workdir / "scripted_graph.py").write_text(ENTRY_MODULE.format(tests_dir=str(Path(__file__).parent)))
+    tests_dir = str(Path(__file__).resolve().parent)
+    (workdir / "scripted_graph.py").write_text(ENTRY_MODULE.format(tests_dir=tests_dir))
     # Graph paths and dependencies resolve against the cwd, not against the config file's folder.
     (workdir / "langgraph.json").write_text(json.dumps({
         "python_version": "3.11",
@@ -123,8 +133,10 @@ def server(tmp_path: Path) -> Iterator[tuple[httpx.Client, Path]]:
     log = tmp_path / "langgraph-dev.log"
     with open(log, "wb") as log_file:
         proc = subprocess.Popen(
-            [LANGGRAPH, "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port)],
-            cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
+            [LANGGRAPH, "dev", "--no-browser", "--no-reload",
+             "--host", "127.0.0.1", "--port", str(port)],
+            cwd=workdir, env=env, stdin=subprocess.DEVNULL,
+            stdout=log_file, stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     try:
@@ -156,7 +168,8 @@ def test_langgraph_dev_serves_pragma_and_runs_it_to_the_fastest_kernel(server):
         json={
             "assistant_id": "pragma",
             "input": {"problem": {"path": str(EXAMPLES / "relu.py")}},
-            # Run-level context (langgraph-api >= 0.3) maps onto the graph's context_schema.
+            # Run-level context becomes the graph's Context; the server rejects it combined with
+            # config.configurable, so settings go here only.
             "context": {"coder_model": "scripted:coder", "max_iterations": 4, "timed_calls": 10,
                         "warmup_calls": 2, "profile_calls": 5},
         },
