@@ -74,3 +74,21 @@ def test_real_profiles_tell_vectorized_from_scalar_kernels(isolated_data_dir):
     for metric in fast["metrics"].values():
         assert metric["source"]  # every metric says where it came from
     assert "confidence" in render_profile(fast)
+
+
+def test_profile_cli_json_survives_an_event_perf_rejects(isolated_data_dir):
+    import json
+    import subprocess
+    import sys
+
+    from conftest import pragma_env
+
+    proc = subprocess.run([sys.executable, "-m", "pragma.graph.cli", "profile", str(EXAMPLES / "relu.py"),
+                           str(CANDIDATES / "relu_fast.py"), "--json", "--events", "no_such_event_xyz"],
+                          env=pragma_env(isolated_data_dir), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    profile = json.loads(proc.stdout)
+    assert {"sources", "confidence", "metrics", "bottleneck", "notes"} <= set(profile)
+    if perf_stat.perf_binary():
+        assert any("perf stat could not run" in n for n in profile["notes"])
+    assert profile["metrics"]["per_call_ms"]["value"] > 0

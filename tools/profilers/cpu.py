@@ -16,20 +16,21 @@ from pragma.tools.profilers import bottleneck, instruction_mix, perf_stat, vecto
 from pragma.tools.verify import build_env, request_for
 
 
-def _run_region(problem_path: str, code: str, ctx: Context, events: list[str]) -> tuple[dict, dict, list]:
+def _run_region(problem_path: str, code: str, ctx: Context, events: list[str],
+                use_perf: bool = True) -> tuple[dict, dict, list]:
     """Run the kernel region in the sandbox, under perf stat when perf exists."""
     notes: list[str] = []
     fifo_dir = Path(tempfile.mkdtemp(prefix="pragma-perf-"))
     req = request_for(problem_path, ctx, "profile")
     prefix: list[str] = []
     perf_out = fifo_dir / "perf.csv"
-    if perf_stat.perf_binary():
+    if use_perf and perf_stat.perf_binary():
         ctl, ack = fifo_dir / "ctl", fifo_dir / "ack"
         os.mkfifo(ctl)
         os.mkfifo(ack)
         req.update(perf_ctl_fifo=str(ctl), perf_ack_fifo=str(ack))
         prefix = perf_stat.command_prefix(str(ctl), str(ack), str(perf_out), events)
-    else:
+    elif use_perf:
         notes.append("perf not installed (Debian package linux-perf): no counters, timing only")
     outcome = sandbox.run_worker(
         req, compile_timeout_s=ctx.compile_timeout_s, run_timeout_s=ctx.run_timeout_s,
@@ -40,6 +41,11 @@ def _run_region(problem_path: str, code: str, ctx: Context, events: list[str]) -
     for p in fifo_dir.iterdir():
         p.unlink()
     fifo_dir.rmdir()
+    if outcome.result is None and prefix:
+        # perf itself refused (unknown event, paranoid setting): measure without it, say so.
+        region, _, more = _run_region(problem_path, code, ctx, events, use_perf=False)
+        why = (outcome.output_tail.strip().splitlines() or ["no output"])[-1][:200]
+        return region, {}, notes + [f"perf stat could not run ({why}); timing only"] + more
     return outcome.result or {"status": "runtime_error", "message": outcome.output_tail[-500:]}, perf_metrics, notes
 
 
