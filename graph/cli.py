@@ -10,12 +10,11 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
-from rich.console import Console
-
 from pragma.graph.context import Context, field_descriptions, resolve_context
+from rich.console import Console
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
                   help="PRAGMA: profile-guided multi-agent kernel optimization.")
@@ -124,12 +123,12 @@ def profile(
 
 @app.command()
 def optimize(
-    problem: Optional[Path] = typer.Argument(None, help="KernelBench-format problem file."),
-    out_dir: Optional[Path] = typer.Option(None, "--out", help="Output directory (default ./pragma-out/THREAD_ID)."),
-    resume: Optional[str] = typer.Option(None, "--resume", help="Continue an interrupted run by its thread id."),
-    max_iterations: Optional[int] = typer.Option(None, "--max-iterations", help="Candidates to write (default 15)."),
-    coder_model: Optional[str] = typer.Option(None, "--coder-model", help="'provider:model' for the Coder."),
-    conductor_model: Optional[str] = typer.Option(None, "--conductor-model", help="'provider:model' for the Conductor."),
+    problem: Path | None = typer.Argument(None, help="KernelBench-format problem file."),
+    out_dir: Path | None = typer.Option(None, "--out", help="Output directory (default ./pragma-out/THREAD_ID)."),
+    resume: str | None = typer.Option(None, "--resume", help="Continue an interrupted run by its thread id."),
+    max_iterations: int | None = typer.Option(None, "--max-iterations", help="Candidates to write (default 15)."),
+    coder_model: str | None = typer.Option(None, "--coder-model", help="'provider:model' for the Coder."),
+    conductor_model: str | None = typer.Option(None, "--conductor-model", help="'provider:model' for the Conductor."),
     setting: list[str] = typer.Option([], "--set", help=SETTINGS_HELP),
 ) -> None:
     """Run the PRAGMA loop on PROBLEM; writes best.py and report.md."""

@@ -10,12 +10,12 @@ import json
 import secrets
 import sqlite3
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from langgraph.checkpoint.sqlite import SqliteSaver
-
 from pragma.graph.context import data_dir
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS runs (

@@ -3,7 +3,6 @@
 from pathlib import Path
 
 import pytest
-
 from conftest import CANDIDATES, EXAMPLES
 from pragma.graph.context import resolve_context
 from pragma.tools.profilers import diff, instruction_mix, perf_stat, vectorization

@@ -6,7 +6,6 @@ import sys
 import time
 
 import pytest
-
 from conftest import CANDIDATES, EXAMPLES, pragma_env
 
 REQUIRED = ("status", "message", "speedup", "runtime_ms", "ref_runtime_ms", "max_abs_diff")

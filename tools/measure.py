@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -34,7 +35,7 @@ def compare(ref_out: Any, new_out: Any, atol: float, rtol: float) -> dict[str, A
     if len(refs) != len(news):
         return {"ok": False, "message": f"expected {len(refs)} outputs, got {len(news)}"}
     max_abs = mean_abs = 0.0
-    for i, (r, n) in enumerate(zip(refs, news)):
+    for i, (r, n) in enumerate(zip(refs, news, strict=True)):
         if not isinstance(n, torch.Tensor):
             return {"ok": False, "message": f"output {i} is {type(n).__name__}, expected a tensor"}
         if tuple(n.shape) != tuple(r.shape):
@@ -58,7 +59,7 @@ def compare(ref_out: Any, new_out: Any, atol: float, rtol: float) -> dict[str, A
 
 def _inputs_unchanged(before: list[Any], after: list[Any]) -> bool:
     return all(
-        not isinstance(b, torch.Tensor) or torch.equal(b, a) for b, a in zip(before, after)
+        not isinstance(b, torch.Tensor) or torch.equal(b, a) for b, a in zip(before, after, strict=True)
     )
 
 
@@ -139,7 +140,7 @@ def profile_region(req: dict[str, Any], workdir: Path, problem, candidate,
             candidate(*inputs)
         announce(workdir, "profile")
         ctl_f = open(ctl, "w") if ctl else None
-        ack_f = open(ack, "r") if ack else None
+        ack_f = open(ack) if ack else None
 
         def command(cmd: str) -> None:
             if ctl_f:

@@ -16,7 +16,6 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-
 _PHASE = ["start"]  # the last phase announced, reported when something fails
 
 
