@@ -74,7 +74,9 @@ def profile_candidate(problem_path: str, code: str, ctx: Context,
     builds = region.get("builds") or []
     if builds:
         build = builds[-1]
-        v = vectorization.collect(build["source_path"])
+        # A load_inline source includes torch's headers: its report costs a full compile (~40 s).
+        flags = vectorization.torch_extension_flags() if build["kind"] == "load_inline" else []
+        v = vectorization.collect(build["source_path"], extra_flags=flags)
         if v["status"] == "ok":
             vect = vectorization.parse(v["text"], build["source_path"])
             sources.append("gcc vectorization report")

@@ -12,7 +12,17 @@ LINE = re.compile(r"^(?P<file>[^:\s][^:]*):(?P<line>\d+):(?P<col>\d+): (?P<kind>
 WIDTH = re.compile(r"using (\d+) byte vectors")
 
 
-def collect(source_path: str, timeout_s: float = 120.0) -> dict[str, Any]:
+def torch_extension_flags() -> list[str]:
+    """Include paths a load_inline source needs (it includes <torch/extension.h>)."""
+    import sysconfig
+
+    from torch.utils.cpp_extension import include_paths
+
+    return [f"-I{p}" for p in [*include_paths(), sysconfig.get_paths()["include"]]] + [
+        "-DTORCH_EXTENSION_NAME=pragma_report", "-DTORCH_API_INCLUDE_EXTENSION_H"]
+
+
+def collect(source_path: str, timeout_s: float = 180.0, extra_flags: list[str] | None = None) -> dict[str, Any]:
     compiler = shutil.which("g++")
     if compiler is None:
         return {"status": "unavailable", "reason": "g++ not found"}
@@ -21,7 +31,7 @@ def collect(source_path: str, timeout_s: float = 120.0) -> dict[str, Any]:
     try:
         proc = subprocess.run(
             [compiler, "-O3", "-march=native", "-fopenmp", "-std=c++17", "-fPIC", "-fopt-info-vec-all",
-             "-c", source_path, "-o", "/dev/null"],
+             *(extra_flags or []), "-c", source_path, "-o", "/dev/null"],
             capture_output=True, text=True, timeout=timeout_s,
         )
     except subprocess.TimeoutExpired:
