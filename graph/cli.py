@@ -174,7 +174,7 @@ def main() -> None:
         console.print(f"error: {exc}")
         sys.exit(2)
     except KeyboardInterrupt:
-        console.print("interrupted; resume with: pragma optimize --resume THREAD_ID (see pragma runs)")
+        console.print("interrupted (pragma runs lists the thread ids to resume)")
         sys.exit(130)
     except Exception as exc:  # click usage errors and the like
         import click

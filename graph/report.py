@@ -41,7 +41,7 @@ def render_report(state: dict[str, Any], ctx: Context, thread_id: str) -> str:
     lines += ["", "## Conductor and repair guidance", ""]
     for entry in state.get("log", []):
         if entry["role"] != "coder":
-            lines += [f"### after attempt {entry['attempt']} ({entry['role']})", "", entry["reply"].strip(), ""]
+            lines += [f"### after attempt {entry['attempt']} ({entry.get('node', entry['role'])})", "", entry["reply"].strip(), ""]
     return "\n".join(lines) + "\n"
 
 

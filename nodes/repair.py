@@ -17,5 +17,5 @@ def repair(state: PragmaState, runtime: Runtime[Context]) -> dict:
         code=state["candidate"]["code"], status=result["status"], max_abs_diff=result.get("max_abs_diff", 0.0),
         message=result["message"], log_tail=result.get("log_tail", "")[-3000:],
     )
-    text, update = chat.ask("conductor", runtime.context, prompts.REPAIR_SYSTEM, human, attempt)
+    text, update = chat.ask("conductor", runtime.context, prompts.REPAIR_SYSTEM, human, attempt, node="repair")
     return {**update, "guidance": {"mode": "repair", "text": strip_reasoning(text), "should_stop": False}}

@@ -1,7 +1,6 @@
 """KernelBench's own convention (load_inline) is accepted, cached and profiled (slow: ~60 s compile)."""
 
 import pytest
-
 from conftest import CANDIDATES, EXAMPLES
 from pragma.graph.context import resolve_context
 from pragma.tools.profilers.cpu import profile_candidate

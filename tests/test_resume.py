@@ -96,6 +96,8 @@ def test_resume_after_sigkill(tmp_path, isolated_data_dir):
     resumed = run_cli(script, ["optimize", "--resume", thread_id], env)
     assert resumed.returncode == 0, resumed.stderr
     assert calls(log)[n_before:] == [("coder", 4)]  # only the killed call is made again
+    listed = run_cli(script, ["runs"], env).stdout
+    assert thread_id in listed and "finished" in listed
     assert_no_repeats(log, raised_once=("coder", 4))
     state = final_state(isolated_data_dir, thread_id)["values"]
     assert [a["iteration"] for a in state["attempts"]] == [1, 2, 3, 4]

@@ -135,11 +135,14 @@ def main(request_path: str) -> int:
         problem, reference, candidate = _build(req, workdir)
     except BaseException as exc:  # any failure of untrusted code is a result, not a crash
         status = "compile_error" if _is_compile_failure(exc) else "runtime_error"
-        if isinstance(exc, AttributeError) and "ModelNew" in str(exc):
-            status = "runtime_error"
+        text = str(exc)[-3000:]
+        if status == "compile_error":
+            # Lead with the compiler's first error, not the "In function ..." context line.
+            first = next((ln for ln in text.splitlines() if "error" in ln.lower()), "")
+            text = f"{first.strip()}\n{text}" if first else text
         _write_result(
             workdir,
-            {"status": status, "message": f"{type(exc).__name__}: {str(exc)[-3000:]}",
+            {"status": status, "message": f"{type(exc).__name__}: {text}",
              "log_tail": traceback.format_exc()[-4000:], "builds": builds, "failed_phase": _PHASE[0]},
         )
         return 0

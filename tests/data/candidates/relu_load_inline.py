@@ -1,6 +1,5 @@
 """KernelBench-style candidate: the kernel is built with torch.utils.cpp_extension.load_inline."""
 
-import torch
 from torch import nn
 from torch.utils.cpp_extension import load_inline
 
