@@ -2,7 +2,7 @@
 
 Invoked as ``python -m pragma.tools.worker REQUEST.json``. It announces phases in
 ``progress.jsonl`` (the parent applies deadlines per phase) and writes ``result.json``.
-It imports only ``cext`` and ``measure`` from pragma, so untrusted code meets a small surface.
+It imports only ``cext``, ``measure`` and ``region`` from pragma, so untrusted code meets a small surface.
 """
 
 from __future__ import annotations
@@ -146,13 +146,13 @@ def main(request_path: str) -> int:
              "log_tail": traceback.format_exc()[-4000:], "builds": builds, "failed_phase": _PHASE[0]},
         )
         return 0
-    from pragma.tools import measure
+    from pragma.tools import measure, region
 
     try:
         if req["mode"] == "verify":
             result = measure.verify(req, workdir, problem, reference, candidate, _announce)
         else:
-            result = measure.profile_region(req, workdir, problem, candidate, _announce)
+            result = region.profile_region(req, workdir, problem, candidate, _announce)
     except BaseException as exc:
         result = {"status": "runtime_error", "message": f"{type(exc).__name__}: {str(exc)[-3000:]}",
                   "log_tail": traceback.format_exc()[-4000:]}
