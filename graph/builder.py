@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from langgraph.graph import START, StateGraph
 from langgraph.types import RetryPolicy
+
 from pragma.graph.context import Context
 from pragma.graph.routing import route_after_conductor, route_after_profiler, route_after_verifier
 from pragma.graph.state import InputState, PragmaState

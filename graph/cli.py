@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from pragma.graph.context import Context, field_descriptions, resolve_context
 from rich.console import Console
+
+from pragma.graph.context import Context, field_descriptions, resolve_context
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
                   help="PRAGMA: profile-guided multi-agent kernel optimization.")

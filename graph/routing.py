@@ -6,6 +6,7 @@ from typing import Literal
 
 from langgraph.graph import END
 from langgraph.runtime import Runtime
+
 from pragma.graph.context import Context
 from pragma.graph.state import PragmaState
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from pragma.graph import runs
 from pragma.graph.builder import compile_app
 from pragma.graph.context import Context, context_to_dict
 from pragma.graph.report import write_outputs
 from pragma.nodes import llm
-from rich.console import Console
 
 
 def check_models(ctx: Context) -> None:

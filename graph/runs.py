@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.sqlite import SqliteSaver
+
 from pragma.graph.context import data_dir
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS runs (

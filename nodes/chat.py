@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
+
 from pragma.graph.context import Context
 from pragma.nodes import llm
 

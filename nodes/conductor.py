@@ -6,13 +6,14 @@ import json
 import re
 
 from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field, ValidationError
+
 from pragma.graph.context import Context
 from pragma.graph.state import PragmaState
 from pragma.nodes import chat, prompts
 from pragma.tools.extract import strip_reasoning
 from pragma.tools.profilers.bottleneck import VOCABULARY
 from pragma.tools.profilers.cpu import render_profile
-from pydantic import BaseModel, Field, ValidationError
 
 JSON_BLOCK = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
 

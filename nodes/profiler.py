@@ -4,6 +4,7 @@ crown it as the new best when it is faster (so the best always carries its profi
 from __future__ import annotations
 
 from langgraph.runtime import Runtime
+
 from pragma.graph.context import Context
 from pragma.graph.state import PragmaState
 from pragma.tools.profilers import cpu, diff

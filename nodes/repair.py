@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from langgraph.runtime import Runtime
+
 from pragma.graph.context import Context
 from pragma.graph.state import PragmaState
 from pragma.nodes import chat, prompts

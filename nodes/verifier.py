@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 
 from langgraph.runtime import Runtime
+
 from pragma.graph.context import Context
 from pragma.graph.state import PragmaState
 from pragma.tools.verify import verify_candidate

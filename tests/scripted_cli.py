@@ -9,8 +9,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import pragma.nodes.llm as llm  # noqa: E402
 import scripted  # noqa: E402
+
+import pragma.nodes.llm as llm  # noqa: E402
 from pragma.graph.cli import main  # noqa: E402
 
 if __name__ == "__main__":

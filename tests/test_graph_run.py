@@ -6,15 +6,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pragma.nodes.llm as llm
 import pytest
 import scripted
 from conftest import EXAMPLES
+from rich.console import Console
+
+import pragma.nodes.llm as llm
 from pragma.graph import runner, runs
 from pragma.graph.builder import compile_app
 from pragma.graph.context import resolve_context
 from pragma.tools.problem import read_problem
-from rich.console import Console
 
 
 def route_of(thread_id: str) -> list[str]:

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 from langgraph.graph import END
+
 from pragma.graph.builder import compile_app
 from pragma.graph.context import Context, resolve_context
 from pragma.graph.routing import route_after_conductor, route_after_profiler, route_after_verifier

@@ -2,6 +2,7 @@
 
 import pytest
 from conftest import CANDIDATES, EXAMPLES
+
 from pragma.graph.context import resolve_context
 from pragma.tools.profilers.cpu import profile_candidate
 from pragma.tools.verify import verify_candidate

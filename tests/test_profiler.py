@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 from conftest import CANDIDATES, EXAMPLES
+
 from pragma.graph.context import resolve_context
 from pragma.tools.profilers import diff, instruction_mix, perf_stat, vectorization
 from pragma.tools.profilers.cpu import profile_candidate, render_profile

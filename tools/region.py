@@ -7,8 +7,9 @@ are driven from here so the counts cover the kernel alone, not process start or 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
