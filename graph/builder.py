@@ -14,6 +14,7 @@ from langgraph.types import RetryPolicy
 from pragma.graph.context import Context
 from pragma.graph.routing import route_after_conductor, route_after_profiler, route_after_verifier
 from pragma.graph.state import InputState, PragmaState
+from pragma.nodes import llm
 from pragma.nodes.coder import coder
 from pragma.nodes.conductor import conductor
 from pragma.nodes.profiler import profiler
@@ -21,15 +22,9 @@ from pragma.nodes.repair import repair
 from pragma.nodes.setup import setup
 from pragma.nodes.verifier import verifier
 
-
-def _is_transient(exc: Exception) -> bool:
-    """Retry network hiccups of LLM calls; never user or configuration errors."""
-    name = type(exc).__name__
-    return name in ("APIConnectionError", "APITimeoutError", "RateLimitError", "InternalServerError",
-                    "ConnectionError", "TimeoutError")
-
-
-LLM_RETRY = RetryPolicy(max_attempts=3, initial_interval=2.0, retry_on=_is_transient)
+# Transient LLM failures (connection, timeout, 429, 5xx) are retried here and only here
+# (the OpenAI client's own retries are off): 3 attempts, 2 s then 4 s apart.
+LLM_RETRY = RetryPolicy(max_attempts=3, initial_interval=2.0, retry_on=llm.is_transient)
 
 
 def build_graph() -> StateGraph:

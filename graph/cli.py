@@ -15,7 +15,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
-from pragma.graph.context import Context, field_descriptions, resolve_context
+from pragma.graph.context import Context, coerce_setting, field_descriptions, resolve_context
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
                   help="PRAGMA: profile-guided multi-agent kernel optimization.")
@@ -36,11 +36,10 @@ def _settings(pairs: list[str]) -> dict[str, Any]:
         key = key.strip().replace("-", "_")
         if not sep or key not in known:
             raise UserError(f"--set expects KEY=VALUE with KEY one of: {', '.join(known)}")
-        default = getattr(Context(), key)
         try:
-            values[key] = type(default)(raw) if not isinstance(default, bool) else raw.lower() in ("1", "true")
+            values[key] = coerce_setting(key, raw)
         except ValueError:
-            raise UserError(f"--set {key}: {raw!r} is not a valid {type(default).__name__}") from None
+            raise UserError(f"--set {key}: {raw!r} is not a valid {type(getattr(Context(), key)).__name__}") from None
     return values
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -29,6 +30,14 @@ class Context:
         "", "Chat model for the Conductor (analysis and repair). Empty: same as coder_model."
     )
     llm_timeout_s: float = _knob(600.0, "Timeout of one LLM request, seconds.")
+    structured_output: Literal["prompt", "json_mode", "function_calling", "json_schema"] = _knob(
+        "prompt", "How the Conductor's guidance is requested: JSON in the prompt (any server), or the "
+        "server's json_mode / function_calling / json_schema support. Malformed output gets one re-ask.")
+    price_table_path: str = _knob(
+        "", "JSON file {model spec: {input_usd_per_1m_tokens, output_usd_per_1m_tokens}}; empty: no costs.")
+    max_tokens_total: int = _knob(0, "End the run (keeping the best) after this many LLM tokens; 0: no limit.")
+    max_cost_usd: float = _knob(0.0, "End the run (keeping the best) after this LLM cost in USD; 0: no limit.")
+    max_wall_s: float = _knob(0.0, "End the run (keeping the best) after this many seconds; 0: no limit.")
     backend: Literal["cpu", "gpu"] = _knob("cpu", "Target backend of generated kernels.")
     max_iterations: int = _knob(15, "Maximum number of candidates the Coder writes in one run.")
     max_repairs: int = _knob(
@@ -76,7 +85,21 @@ def resolve_context(env: dict[str, str] | None = None, **explicit: Any) -> Conte
     unknown = set(explicit) - {f.name for f in dataclasses.fields(Context)}
     if unknown:
         raise ValueError(f"unknown settings: {', '.join(sorted(unknown))}")
+    for name, value in values.items():
+        allowed = _choices(name)
+        if allowed and value not in allowed:
+            raise ValueError(f"{name}={value!r} is not one of: {', '.join(allowed)}")
     return Context(**values)
+
+
+def _choices(name: str) -> tuple[str, ...]:
+    hint = typing.get_type_hints(Context).get(name)
+    return typing.get_args(hint) if typing.get_origin(hint) is Literal else ()
+
+
+def coerce_setting(name: str, raw: str) -> Any:
+    """Parse a command-line string for field ``name`` into the field's type."""
+    return _coerce(raw, getattr(Context(), name))
 
 
 def context_to_dict(ctx: Context) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Literal
 
 from langgraph.graph import END
@@ -19,6 +20,20 @@ def stop_reason(state: PragmaState, ctx: Context) -> str | None:
         return f"more than max_repairs={ctx.max_repairs} consecutive failed candidates"
     if state.get("guidance", {}).get("should_stop"):
         return "the Conductor judged further gains unlikely"
+    return budget_exhausted(state, ctx)
+
+
+def budget_exhausted(state: PragmaState, ctx: Context) -> str | None:
+    """Token, cost and wall-time budgets (0 disables each); the best so far is kept."""
+    usage = state.get("usage") or {}
+    tokens = usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
+    if ctx.max_tokens_total and tokens >= ctx.max_tokens_total:
+        return f"token budget spent ({tokens:.0f} >= max_tokens_total={ctx.max_tokens_total})"
+    if ctx.max_cost_usd and usage.get("cost_usd", 0.0) >= ctx.max_cost_usd:
+        return f"cost budget spent (${usage['cost_usd']:.4f} >= max_cost_usd={ctx.max_cost_usd})"
+    started = state.get("started_at")
+    if ctx.max_wall_s and started and time.time() - started >= ctx.max_wall_s:
+        return f"wall-time budget spent ({time.time() - started:.0f} s >= max_wall_s={ctx.max_wall_s:.0f})"
     return None
 
 
@@ -45,5 +60,7 @@ def route_after_profiler(
 ) -> Literal["conductor", "__end__"]:
     # No Conductor call when no further candidate can be written: it would cost tokens for nothing.
     if state.get("iteration", 0) >= runtime.context.max_iterations:
+        return END
+    if budget_exhausted(state, runtime.context):
         return END
     return "conductor"

@@ -70,6 +70,7 @@ def add_usage(current: dict[str, float] | None, update: dict[str, float] | None)
 class PragmaState(TypedDict, total=False):
     problem: Problem
     hardware: str  # short machine summary for prompts
+    started_at: float  # epoch seconds when the run started (for max_wall_s)
     iteration: int  # number of candidates written so far
     candidate: Candidate
     verification: dict[str, Any]  # the latest verifier result (total result type)

@@ -1,14 +1,17 @@
-"""One LLM exchange for a node: build messages, call the role's model, account for it."""
+"""One LLM exchange for a node: build messages, call the role's model, record and account for it."""
 
 from __future__ import annotations
 
+import functools
+import json
 import time
+from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from pragma.graph.context import Context
-from pragma.nodes import llm
+from pragma.nodes import llm, recording
 
 LOG_TEXT_CHARS = 20_000
 
@@ -19,14 +22,68 @@ def model_spec(role: str, ctx: Context) -> str:
     return ctx.conductor_model or ctx.coder_model
 
 
+@functools.lru_cache(maxsize=8)
+def _price_table(path: str) -> dict[str, dict[str, float]]:
+    try:
+        return json.loads(Path(path).expanduser().read_text())
+    except (OSError, ValueError) as exc:
+        raise llm.LLMError(f"cannot read price table {path}: {exc}") from None
+
+
+def cost_usd(ctx: Context, spec: str, input_tokens: float, output_tokens: float) -> float | None:
+    """Cost of one call from the configured price table (USD per million tokens), None if unpriced."""
+    if not ctx.price_table_path:
+        return None
+    prices = _price_table(ctx.price_table_path).get(spec)
+    if prices is None:
+        return None
+    return (input_tokens * prices.get("input_usd_per_1m_tokens", 0.0)
+            + output_tokens * prices.get("output_usd_per_1m_tokens", 0.0)) / 1e6
+
+
+def _thread_id() -> str:
+    try:
+        from langgraph.config import get_config
+
+        return str(get_config()["configurable"].get("thread_id") or "unthreaded")
+    except (RuntimeError, KeyError):
+        return "unthreaded"
+
+
+def _reasoning(reply: BaseMessage) -> str:
+    # Servers that split reasoning out (DeepSeek-R1 style APIs) put it beside the content.
+    extra = getattr(reply, "additional_kwargs", {}) or {}
+    return str(extra.get("reasoning_content") or extra.get("reasoning") or "")
+
+
+def invoke(role: str, ctx: Context, messages: list[BaseMessage], attempt: int, node: str) -> tuple[str, dict[str, Any]]:
+    """Call the role's model on ``messages``; returns the reply text and the state update."""
+    spec = model_spec(role, ctx)
+    model = llm.load_chat_model(spec, role=role, timeout_s=ctx.llm_timeout_s)
+    token = recording.current_call.set((node, attempt))
+    start = time.monotonic()
+    try:
+        reply = model.invoke(messages)
+    except Exception as exc:
+        if not llm.is_transient(exc) and (line := llm.describe_error(exc, role)):
+            raise llm.LLMError(line) from None
+        raise  # transient: the node's RetryPolicy decides
+    finally:
+        recording.current_call.reset(token)
+    wall_s = time.monotonic() - start
+    text = reply.content if isinstance(reply.content, str) else str(reply.content)
+    usage = {**llm.usage_of(reply, role), "llm_wall_s": wall_s}
+    cost = cost_usd(ctx, spec or "local", usage["input_tokens"], usage["output_tokens"])
+    if cost is not None:
+        usage["cost_usd"] = cost
+    recording.record(_thread_id(), node=node, role=role, attempt=attempt, model=spec or "local",
+                     messages=messages, reply=text, reasoning=_reasoning(reply), usage=usage)
+    entry = {"role": role, "node": node, "attempt": attempt, "reply": text[:LOG_TEXT_CHARS],
+             "input_tokens": usage["input_tokens"], "output_tokens": usage["output_tokens"],
+             "wall_s": wall_s, "cost_usd": cost if cost is not None else 0.0}
+    return text, {"usage": usage, "log": [entry]}
+
+
 def ask(role: str, ctx: Context, system: str, human: str, attempt: int,
         node: str = "") -> tuple[str, dict[str, Any]]:
-    """Returns the reply text and the partial state update (usage, log) for this call."""
-    model = llm.load_chat_model(model_spec(role, ctx), role=role, timeout_s=ctx.llm_timeout_s)
-    start = time.monotonic()
-    reply = model.invoke([SystemMessage(system), HumanMessage(human)])
-    text = reply.content if isinstance(reply.content, str) else str(reply.content)
-    usage = {**llm.usage_of(reply, role), "llm_wall_s": time.monotonic() - start}
-    entry = {"role": role, "node": node or role, "attempt": attempt, "reply": text[:LOG_TEXT_CHARS],
-             "input_tokens": usage["input_tokens"], "output_tokens": usage["output_tokens"]}
-    return text, {"usage": usage, "log": [entry]}
+    return invoke(role, ctx, [SystemMessage(system), HumanMessage(human)], attempt, node or role)

