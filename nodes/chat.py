@@ -56,14 +56,22 @@ def _reasoning(reply: BaseMessage) -> str:
     return str(extra.get("reasoning_content") or extra.get("reasoning") or "")
 
 
-def invoke(role: str, ctx: Context, messages: list[BaseMessage], attempt: int, node: str) -> tuple[str, dict[str, Any]]:
-    """Call the role's model on ``messages``; returns the reply text and the state update."""
+def invoke(role: str, ctx: Context, messages: list[BaseMessage], attempt: int, node: str,
+           schema: type | None = None) -> tuple[str, dict[str, Any], Any]:
+    """Call the role's model on ``messages``; returns the reply text, the state update and, when
+    ``schema`` is given with a server-side structured method, the parsed object (or None)."""
     spec = model_spec(role, ctx)
     model = llm.load_chat_model(spec, role=role, timeout_s=ctx.llm_timeout_s)
+    parsed = None
+    runnable: Any = model
+    if schema is not None and ctx.structured_output != "prompt":
+        runnable = model.with_structured_output(schema, method=ctx.structured_output, include_raw=True)
     token = recording.current_call.set((node, attempt))
     start = time.monotonic()
     try:
-        reply = model.invoke(messages)
+        reply = runnable.invoke(messages)
+        if isinstance(reply, dict):  # with_structured_output(include_raw=True)
+            reply, parsed = reply["raw"], reply.get("parsed")
     except Exception as exc:
         if not llm.is_transient(exc) and (line := llm.describe_error(exc, role)):
             raise llm.LLMError(line) from None
@@ -72,6 +80,8 @@ def invoke(role: str, ctx: Context, messages: list[BaseMessage], attempt: int, n
         recording.current_call.reset(token)
     wall_s = time.monotonic() - start
     text = reply.content if isinstance(reply.content, str) else str(reply.content)
+    if not text and getattr(reply, "tool_calls", None):  # function_calling puts the JSON in a tool call
+        text = json.dumps(reply.tool_calls[0].get("args", {}))
     usage = {**llm.usage_of(reply, role), "llm_wall_s": wall_s}
     cost = cost_usd(ctx, spec or "local", usage["input_tokens"], usage["output_tokens"])
     if cost is not None:
@@ -81,9 +91,10 @@ def invoke(role: str, ctx: Context, messages: list[BaseMessage], attempt: int, n
     entry = {"role": role, "node": node, "attempt": attempt, "reply": text[:LOG_TEXT_CHARS],
              "input_tokens": usage["input_tokens"], "output_tokens": usage["output_tokens"],
              "wall_s": wall_s, "cost_usd": cost if cost is not None else 0.0}
-    return text, {"usage": usage, "log": [entry]}
+    return text, {"usage": usage, "log": [entry]}, parsed
 
 
 def ask(role: str, ctx: Context, system: str, human: str, attempt: int,
         node: str = "") -> tuple[str, dict[str, Any]]:
-    return invoke(role, ctx, [SystemMessage(system), HumanMessage(human)], attempt, node or role)
+    text, update, _ = invoke(role, ctx, [SystemMessage(system), HumanMessage(human)], attempt, node or role)
+    return text, update

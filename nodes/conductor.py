@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import json
-import re
-
 from langgraph.runtime import Runtime
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from pragma.graph.context import Context
 from pragma.graph.state import PragmaState
-from pragma.nodes import chat, prompts
+from pragma.nodes import prompts, structured
 from pragma.tools.extract import strip_reasoning
 from pragma.tools.profilers.bottleneck import VOCABULARY
 from pragma.tools.profilers.cpu import render_profile
-
-JSON_BLOCK = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
 
 
 class ConductorGuidance(BaseModel):
@@ -27,13 +22,7 @@ class ConductorGuidance(BaseModel):
 
 
 def parse_guidance(text: str) -> ConductorGuidance | None:
-    clean = strip_reasoning(text)
-    for candidate in [m.group(1) for m in JSON_BLOCK.finditer(clean)] + [clean]:
-        try:
-            return ConductorGuidance.model_validate(json.loads(candidate))
-        except (ValueError, ValidationError):
-            continue
-    return None
+    return structured.parse_json_reply(text, ConductorGuidance)[0]
 
 
 def _history(attempts: list[dict]) -> str:
@@ -52,8 +41,8 @@ def conductor(state: PragmaState, runtime: Runtime[Context]) -> dict:
         best_profile=render_profile(best.get("profile") or {}), diff=profile.get("diff_vs_best", ""),
     )
     system = prompts.CONDUCTOR_SYSTEM.format(vocabulary=", ".join(VOCABULARY))
-    text, update = chat.ask("conductor", runtime.context, system, human, candidate["iteration"])
-    parsed = parse_guidance(text)
+    parsed, text, update = structured.ask_structured("conductor", runtime.context, system, human,
+                                                     candidate["iteration"], "conductor", ConductorGuidance)
     if parsed is None:
         # Free text is still useful guidance; it just carries no stop flag or metric requests.
         guidance = {"mode": "optimize", "text": strip_reasoning(text), "bottleneck": "unknown",
