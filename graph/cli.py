@@ -126,6 +126,7 @@ def optimize(
     problem: Path | None = typer.Argument(None, help="KernelBench-format problem file."),
     out_dir: Path | None = typer.Option(None, "--out", help="Output directory (default ./pragma-out/THREAD_ID)."),
     resume: str | None = typer.Option(None, "--resume", help="Continue an interrupted run by its thread id."),
+    replay: str | None = typer.Option(None, "--replay", help="Re-run a recorded run on its logged LLM replies."),
     max_iterations: int | None = typer.Option(None, "--max-iterations", help="Candidates to write (default 15)."),
     coder_model: str | None = typer.Option(None, "--coder-model", help="'provider:model' for the Coder."),
     conductor_model: str | None = typer.Option(None, "--conductor-model", help="'provider:model' for the Conductor."),
@@ -134,8 +135,12 @@ def optimize(
     """Run the PRAGMA loop on PROBLEM; writes best.py and report.md."""
     from pragma.graph import runner
 
+    if resume and replay:
+        raise UserError("give either --resume or --replay, not both")
     if resume:
         code = runner.resume_run(resume, out)
+    elif replay:
+        code = runner.replay_run(replay, out_dir, out)
     else:
         if problem is None:
             raise UserError("give a PROBLEM file, or --resume THREAD_ID")
@@ -162,7 +167,7 @@ def runs() -> None:
 
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    from pragma.nodes.llm import LLMError
+    from pragma.nodes.llm import LLMError, describe_error
     from pragma.tools.problem import ProblemError
 
     try:
@@ -184,8 +189,10 @@ def main() -> None:
             sys.exit(2)
         if isinstance(exc, click.exceptions.Abort):
             sys.exit(130)
+        if line := describe_error(exc):  # an LLM endpoint failure that outlived the retries
+            console.print(f"error: {line}")
+            sys.exit(2)
         raise
-
 
 
 if __name__ == "__main__":

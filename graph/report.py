@@ -38,11 +38,35 @@ def render_report(state: dict[str, Any], ctx: Context, thread_id: str) -> str:
         msg = _first_line(a.get("message", "")).replace("|", "\\|")
         lines.append(f"| {a['iteration']} | {a.get('origin', '')} | {a['status']} | {a['speedup']:.3f} | "
                      f"{a['runtime_ms']:.4f} | {a['ref_runtime_ms']:.4f} | {a['max_abs_diff']:.3g} | {msg} |")
+    lines += ["", *render_usage(state)]
     lines += ["", "## Conductor and repair guidance", ""]
     for entry in state.get("log", []):
         if entry["role"] != "coder":
             lines += [f"### after attempt {entry['attempt']} ({entry.get('node', entry['role'])})", "", entry["reply"].strip(), ""]
     return "\n".join(lines) + "\n"
+
+
+def render_usage(state: dict[str, Any]) -> list[str]:
+    """LLM cost per call, per iteration and per run (costs only where a price table is set)."""
+    usage, calls = state.get("usage", {}), state.get("log", [])
+    priced = "cost_usd" in usage
+    lines = ["## LLM usage", "", "| attempt | node | tokens in | tokens out | wall s |" + (" cost USD |" if priced else ""),
+             "|---|---|---|---|---|" + ("---|" if priced else "")]
+    per_attempt: dict[int, list[float]] = {}
+    for c in calls:
+        lines.append(f"| {c['attempt']} | {c.get('node', c['role'])} | {c['input_tokens']:.0f} | "
+                     f"{c['output_tokens']:.0f} | {c.get('wall_s', 0.0):.1f} |"
+                     + (f" {c.get('cost_usd', 0.0):.5f} |" if priced else ""))
+        agg = per_attempt.setdefault(c["attempt"], [0.0, 0.0, 0.0, 0.0])
+        for i, key in enumerate(("input_tokens", "output_tokens", "wall_s", "cost_usd")):
+            agg[i] += c.get(key, 0.0)
+    lines += ["", "Per iteration: " + "; ".join(
+        f"#{a}: {v[0] + v[1]:.0f} tokens, {v[2]:.1f} s" + (f", ${v[3]:.5f}" if priced else "")
+        for a, v in sorted(per_attempt.items())),
+        f"Run total: {usage.get('input_tokens', 0):.0f} tokens in, {usage.get('output_tokens', 0):.0f} out, "
+        f"{usage.get('llm_wall_s', 0.0):.1f} s in LLM calls"
+        + (f", ${usage['cost_usd']:.5f}" if priced else " (no price table configured)")]
+    return lines
 
 
 def write_outputs(state: dict[str, Any], ctx: Context, thread_id: str, out_dir: Path) -> list[Path]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -85,14 +86,30 @@ def start_run(problem: dict[str, Any], ctx: Context, out_dir: Path | None, conso
     return _execute(thread_id, {"problem": {"path": problem["path"]}}, ctx, out_dir, console)
 
 
+def replay_run(source_thread: str, out_dir: Path | None, console: Console) -> int:
+    """Re-run a recorded run's whole loop against its logged LLM replies (no model is called)."""
+    from pragma.graph.cli import UserError
+
+    row = runs.get(source_thread)
+    if row is None:
+        raise UserError(f"no run with thread id {source_thread!r} to replay (see: pragma runs)")
+    settings = json.loads(row["context_json"])
+    settings.update(coder_model=f"replay:{source_thread}", conductor_model=f"replay:{source_thread}")
+    ctx = Context(**settings)
+    check_models(ctx)
+    thread_id = f"{source_thread}-replay-{runs.new_thread_id('x').rsplit('-', 1)[-1]}"
+    out_dir = (out_dir or Path("pragma-out") / thread_id).resolve()
+    runs.register(thread_id, row["problem_path"], str(out_dir), context_to_dict(ctx))
+    console.print(f"run {thread_id} replays {source_thread} (resume with: pragma optimize --resume {thread_id})")
+    return _execute(thread_id, {"problem": {"path": row["problem_path"]}}, ctx, out_dir, console)
+
+
 def resume_run(thread_id: str, console: Console) -> int:
     from pragma.graph.cli import UserError
 
     row = runs.get(thread_id)
     if row is None:
         raise UserError(f"no run with thread id {thread_id!r} (see: pragma runs)")
-    import json
-
     ctx = Context(**json.loads(row["context_json"]))
     check_models(ctx)
     console.print(f"resuming run {thread_id}")

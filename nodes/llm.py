@@ -96,26 +96,31 @@ TRANSIENT = ("APIConnectionError", "APITimeoutError", "RateLimitError", "Interna
 
 def is_transient(exc: BaseException) -> bool:
     """Worth retrying: the same request may succeed in a moment."""
-    if type(exc).__name__ in TRANSIENT:
+    if _names(exc) & set(TRANSIENT):
         return True
     status = getattr(exc, "status_code", None)
     return isinstance(status, int) and (status == 429 or status >= 500)
 
 
+def _names(exc: BaseException) -> set[str]:
+    # langchain-openai re-raises openai's errors as subclasses with other names: match the MRO.
+    return {k.__name__ for k in type(exc).__mro__}
+
+
 def describe_error(exc: BaseException, role: str = "") -> str | None:
     """One line for a user, or None when ``exc`` is not an LLM endpoint error."""
-    name = type(exc).__name__
+    names = _names(exc)
     url = setting(role, "BASE_URL") or "https://api.openai.com/v1"
     status = getattr(exc, "status_code", None)
-    if name in ("APIConnectionError", "ConnectError"):
-        return f"cannot reach the LLM endpoint {url} (is the server running? check PRAGMA_LLM_BASE_URL)"
-    if name == "APITimeoutError":
+    if "APITimeoutError" in names:
         return f"the LLM endpoint {url} did not answer in time (raise --set llm_timeout_s=...)"
-    if name == "AuthenticationError" or status == 401:
+    if names & {"APIConnectionError", "ConnectError"}:
+        return f"cannot reach the LLM endpoint {url} (is the server running? check PRAGMA_LLM_BASE_URL)"
+    if "AuthenticationError" in names or status == 401:
         return f"the LLM endpoint {url} rejected the API key (check PRAGMA_LLM_API_KEY)"
-    if name == "NotFoundError" or status == 404:
+    if "NotFoundError" in names or status == 404:
         return f"the LLM endpoint {url} does not know the model (check PRAGMA_CODER_MODEL): {_short(exc)}"
-    if name == "RateLimitError" or status == 429:
+    if "RateLimitError" in names or status == 429:
         return f"the LLM endpoint {url} kept rate-limiting after retries: {_short(exc)}"
     if isinstance(status, int):
         return f"the LLM endpoint {url} answered HTTP {status}: {_short(exc)}"
