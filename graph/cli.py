@@ -19,8 +19,9 @@ from pragma.graph.context import Context, coerce_setting, field_descriptions, re
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
                   help="PRAGMA: profile-guided multi-agent kernel optimization.")
-console = Console(stderr=True, highlight=False, soft_wrap=True)
-out = Console(highlight=False, soft_wrap=True)
+# markup=False: messages carry brackets (compiler output, pip extras) that rich would eat.
+console = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
+out = Console(highlight=False, soft_wrap=True, markup=False)
 log = logging.getLogger("pragma")
 
 
@@ -163,6 +164,23 @@ def runs() -> None:
     for r in rows:
         out.print(f"{r['thread_id']}  {r['status']:<9} best {r['best_speedup']:.3f}x  "
                   f"{r['iterations']} candidates  {r['problem_path']}  -> {r['out_dir']}")
+
+
+@app.command()
+def doctor(setting: list[str] = typer.Option([], "--set", help=SETTINGS_HELP)) -> None:
+    """Check the LLM endpoint, compiler, perf/valgrind, knowledge store and checkpointer."""
+    from pragma.graph.doctor import run_checks
+
+    checks = run_checks(_context(setting))
+    from rich.text import Text
+
+    marks = {"ok": ("ok  ", "green"), "warn": ("warn", "yellow"), "fail": ("FAIL", "red")}
+    for c in checks:
+        line = Text(marks[c.verdict][0], style=marks[c.verdict][1]) + Text(f" {c.name:<12} {c.detail}")
+        out.print(line)
+        if c.fix and c.verdict != "ok":
+            out.print(f"     fix: {c.fix}")
+    raise typer.Exit(1 if any(c.verdict == "fail" for c in checks) else 0)
 
 
 def main() -> None:
