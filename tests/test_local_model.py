@@ -1,0 +1,55 @@
+"""The embedded local model: checksum refusal (always) and a real start + run (make test-local)."""
+
+import io
+import os
+
+import pytest
+from conftest import EXAMPLES
+from langchain_core.messages import HumanMessage
+from rich.console import Console
+
+from pragma.nodes import llm, local_model
+
+
+def test_assembly_refuses_parts_that_do_not_match_the_published_checksum(monkeypatch, tmp_path):
+    fakes = {}
+    for i in range(1, local_model.PART_COUNT + 1):
+        fakes[i] = tmp_path / f"part{i:02d}.bin"
+        fakes[i].write_bytes(bytes([i]) * 1024)
+    monkeypatch.setattr(local_model, "_part_file", lambda i: fakes[i])
+    with pytest.raises(local_model.LocalModelError, match="does not match its published checksum"):
+        local_model.assemble_gguf()
+    assert not local_model.model_path().exists()  # nothing half-written left behind
+    assert not local_model.model_path().with_suffix(".partial").exists()
+
+
+def test_empty_model_setting_without_the_embedded_model_names_the_settings(monkeypatch):
+    monkeypatch.setenv("PRAGMA_LOCAL_MODEL", "off")
+    with pytest.raises(llm.LLMNotConfigured, match="PRAGMA_CODER_MODEL"):
+        llm.load_chat_model("", role="coder")
+
+
+@pytest.mark.local_model
+def test_embedded_model_starts_answers_and_drives_a_run(monkeypatch, tmp_path):
+    if not local_model.is_installed():
+        pytest.skip("embedded model not installed: make setup-local (pip install 'pragma-kernels[local]')")
+    monkeypatch.setenv("PRAGMA_LOCAL_MODEL", "on")
+    # The real data dir keeps the 1.1 GB assembled model between runs instead of a temp copy.
+    monkeypatch.setenv("PRAGMA_DATA_DIR", os.environ.get("PRAGMA_LOCAL_TEST_DATA_DIR", str(tmp_path)))
+    model = llm.load_chat_model("", role="coder", timeout_s=600)
+    server = local_model.shared_server()
+    assert server.healthy()
+    reply = model.invoke([HumanMessage("Write one line of C++ that adds two ints a and b.")])
+    assert reply.content.strip() and reply.usage_metadata["output_tokens"] > 0
+    from pragma.graph import runner
+    from pragma.graph.context import resolve_context
+    from pragma.tools.problem import read_problem
+
+    ctx = resolve_context(max_iterations=2, timed_calls=10, llm_timeout_s=900)
+    runner.start_run(read_problem(EXAMPLES / "relu.py"), ctx, tmp_path / "out", Console(file=io.StringIO()))
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "| 1 |" in report and "| 2 |" in report  # two candidates written and verified, right or wrong
+    pid = server.proc.pid
+    server.stop()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
