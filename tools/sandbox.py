@@ -1,9 +1,17 @@
 """Run untrusted code (candidates, references) in a fresh, limited subprocess.
 
-The child gets a private temporary directory, a scrubbed environment (no API keys), address-space,
-CPU-time and core-size limits, its own session (so every process it forks is killed with it), and
-no network where the machine allows a network namespace. The worker reports progress as JSON lines
-in ``progress.jsonl``; the parent uses the current phase to apply the compile or run deadline.
+Layers, each reported in ``SandboxOutcome.isolation`` (and so in every verify result):
+
+- environment: an allowlist (no API keys or tokens), HOME and TMPDIR in a private temp dir;
+- limits: address space, CPU time, file size, no core files (rlimits set between fork and exec);
+- processes: own session, and where permitted a PID namespace whose init is a shell, so every
+  process the candidate starts (forked, daemonized, setsid) dies when the worker ends;
+  without one, the process group is killed and a sweep kills anything carrying this run's token;
+- network: a network namespace where permitted (``unshare``);
+- filesystem: Landlock, applied by the worker to itself (``landlock.py``): writes only in the
+  private dir, the build caches and the profiler's fifos;
+- deadlines: the build phases get ``compile_timeout_s``, the rest ``run_timeout_s``; the worker
+  announces phases in ``progress.jsonl`` and the parent kills the whole group when one expires.
 
 ``run_worker`` never raises for anything the child does: it returns a ``SandboxOutcome``.
 """
@@ -12,8 +20,10 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 import resource
+import secrets
 import shutil
 import signal
 import subprocess
@@ -24,9 +34,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+log = logging.getLogger(__name__)
+
 OUTPUT_TAIL_CHARS = 4000
+FILE_SIZE_LIMIT_BYTES = 512 * 2**20  # any one file the sandbox writes (output log, objects, .so)
 # Variables a candidate may see; everything else (API keys, tokens, proxies) is dropped.
-ENV_ALLOWLIST = ("PATH", "LANG", "LC_ALL", "TMPDIR", "CXX", "CC", "TRITON_INTERPRET")
+ENV_ALLOWLIST = ("PATH", "LANG", "LC_ALL", "CXX", "CC", "TRITON_INTERPRET")
+BUILD_PHASES = ("start", "load_problem", "build", "build_best")
+TOKEN_VAR = "PRAGMA_SANDBOX_TOKEN"
 
 
 @dataclass
@@ -39,34 +54,57 @@ class SandboxOutcome:
     output_tail: str  # last lines of stdout+stderr
     wall_s: float
     isolation: dict[str, str] = field(default_factory=dict)
+    phases_s: dict[str, float] = field(default_factory=dict)  # seconds per announced phase
+
+
+def _probe(argv: list[str]) -> bool:
+    try:
+        return subprocess.run([*argv, "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
 
 
 @functools.lru_cache(maxsize=1)
-def network_isolation() -> tuple[list[str], str]:
-    """Prefix that runs a command without network, and a description of what applied."""
+def namespaces() -> tuple[tuple[str, ...], bool, dict[str, str]]:
+    """(command prefix, whether it includes a PID namespace, descriptions) for this machine."""
     unshare = shutil.which("unshare")
     if unshare is None:
-        return [], "none: unshare(1) not found"
-    try:
-        probe = subprocess.run([unshare, "--net", "true"], capture_output=True, timeout=10)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return [], f"none: {exc}"
-    if probe.returncode != 0:
-        return [], "none: network namespaces not permitted here"
-    return [unshare, "--net"], "network namespace (no network)"
+        why = "none: unshare(1) not found"
+        return (), False, {"network": why, "processes": "process group + token sweep (no PID namespace)"}
+    full = ("--net", "--pid", "--fork", "--kill-child")
+    for extra, who in (((), "as root"), (("--user", "--map-root-user"), "in a user namespace")):
+        if _probe([unshare, *extra, *full]):
+            return (unshare, *extra, *full), True, {
+                "network": f"network namespace, no interfaces ({who})",
+                "processes": "PID namespace: everything the candidate starts dies with it"}
+    for extra in ((), ("--user", "--map-root-user")):
+        if _probe([unshare, *extra, "--net"]):
+            return (unshare, *extra, "--net"), False, {
+                "network": "network namespace, no interfaces",
+                "processes": "process group + token sweep (PID namespace not permitted)"}
+    why = "none: network namespaces not permitted here"
+    return (), False, {"network": why, "processes": "process group + token sweep (no PID namespace)"}
+
+
+def network_isolation() -> tuple[list[str], str]:
+    """Kept for callers of the spine's API: (prefix, description of the network isolation)."""
+    prefix, _, desc = namespaces()
+    return list(prefix), desc["network"]
 
 
 def _limits(memory_limit_bytes: int, cpu_limit_s: int) -> None:
-    # Runs in the child between fork and exec.
+    # Runs in the child between fork and exec: only async-signal-safe work (no locks, no imports).
     resource.setrlimit(resource.RLIMIT_AS, (memory_limit_bytes, memory_limit_bytes))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_limit_s, cpu_limit_s + 5))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT_BYTES, FILE_SIZE_LIMIT_BYTES))
 
 
 def sandbox_env(workdir: Path, num_threads: int, extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: os.environ[k] for k in ENV_ALLOWLIST if k in os.environ}
     env.update(
         HOME=str(workdir),
+        TMPDIR=str(workdir),  # compilers write temporaries here: the only writable scratch space
         OMP_NUM_THREADS=str(num_threads),
         MKL_NUM_THREADS=str(num_threads),
         PYTHONDONTWRITEBYTECODE="1",
@@ -83,17 +121,51 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
-def _read_phase(progress: Path, default: str) -> str:
+def sweep_token(token: str) -> int:
+    """Kill every process whose environment carries ``token`` (escaped the group); returns how many."""
+    needle = f"{TOKEN_VAR}={token}".encode()
+    killed = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if needle in f.read().split(b"\0"):
+                    os.kill(int(entry), signal.SIGKILL)
+                    killed += 1
+        except (OSError, ValueError):
+            continue
+    return killed
+
+
+def _progress(progress: Path) -> list[tuple[str, float]]:
     try:
         lines = progress.read_text().splitlines()
     except OSError:
-        return default
-    for line in reversed(lines):
+        return []
+    events = []
+    for line in lines:
         try:
-            return json.loads(line)["phase"]
+            rec = json.loads(line)
+            events.append((str(rec["phase"]), float(rec["t"])))
         except (ValueError, KeyError, TypeError):
             continue
-    return default
+    return events
+
+
+def _read_phase(progress: Path, default: str) -> str:
+    events = _progress(progress)
+    return events[-1][0] if events else default
+
+
+def phase_durations(events: list[tuple[str, float]], spawn_t: float, end_t: float) -> dict[str, float]:
+    """Seconds per phase; "startup" is process start to the first announcement (interpreter, torch)."""
+    out: dict[str, float] = {}
+    marks = [("startup", spawn_t), *events, ("", end_t)]
+    for (name, t0), (_, t1) in zip(marks, marks[1:], strict=False):
+        if name and name != "done":
+            out[name] = round(out.get(name, 0.0) + max(0.0, t1 - t0), 4)
+    return out
 
 
 def _tail(path: Path) -> str:
@@ -105,6 +177,15 @@ def _tail(path: Path) -> str:
             return f.read().decode("utf-8", "replace")
     except OSError:
         return ""
+
+
+def _writable_paths(request: dict[str, Any], extra_env: dict[str, str] | None) -> list[str]:
+    """Where the worker may write besides its own dir: build caches named in the environment,
+    the directories of any fifos the request names (perf control), and /dev/null."""
+    paths = ["/dev/null"]
+    paths += [v for v in (extra_env or {}).values() if os.path.isabs(v) and os.path.isdir(v)]
+    paths += [str(Path(v).parent) for k, v in request.items() if k.endswith("_fifo") and isinstance(v, str)]
+    return paths
 
 
 def run_worker(
@@ -120,60 +201,49 @@ def run_worker(
 ) -> SandboxOutcome:
     """Run ``pragma.tools.worker`` on ``request`` inside the sandbox.
 
-    Deadlines: the "build" phase (import + construct, where compilation happens) gets
-    ``compile_timeout_s``; everything after it gets ``run_timeout_s``.
+    Deadlines: the build phases (import + construct, where compilation happens) get
+    ``compile_timeout_s``; everything after them gets ``run_timeout_s``.
     ``files`` are written into the private directory first (name -> text).
     """
     workdir = Path(tempfile.mkdtemp(prefix="pragma-sbx-"))
+    token = secrets.token_hex(8)
     try:
         for name, text in (files or {}).items():
             (workdir / name).write_text(text)
-        request = {**request, "workdir": str(workdir)}
+        request = {**request, "workdir": str(workdir), "memory_limit_bytes": memory_limit_bytes,
+                   "writable_paths": _writable_paths(request, extra_env)}
         (workdir / "request.json").write_text(json.dumps(request))
         progress = workdir / "progress.jsonl"
         out_path = workdir / "output.log"
-        net_prefix, net_desc = network_isolation()
-        argv = [*net_prefix, *(command_prefix or []), sys.executable, "-m", "pragma.tools.worker", str(workdir / "request.json")]
+        ns_prefix, has_pid_ns, ns_desc = namespaces()
+        command = [*(command_prefix or []), sys.executable, "-m", "pragma.tools.worker", str(workdir / "request.json")]
+        if has_pid_ns:
+            # A shell is the namespace's init (PID 1 ignores signals it has no handler for, which
+            # would turn the worker's abort() into a SIGSEGV); it reports the worker's status.
+            command = ["/bin/sh", "-c", '"$@"; exit $?', "pragma-sandbox", *command]
+        argv = [*ns_prefix, *command]
         env = sandbox_env(workdir, num_threads, extra_env)
+        env[TOKEN_VAR] = token
         # PYTHONPATH lets the child import pragma even from a source checkout.
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and Path(p).is_dir())
         cpu_limit_s = int((compile_timeout_s + run_timeout_s) * max(1, num_threads) + 30)
+        spawn_t = time.time()
         start = time.monotonic()
         with open(out_path, "wb") as out:
             proc = subprocess.Popen(
-                argv,
-                cwd=workdir,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=functools.partial(_limits, memory_limit_bytes, cpu_limit_s),
+                argv, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True, preexec_fn=functools.partial(_limits, memory_limit_bytes, cpu_limit_s),
             )
-            timed_out_phase = None
-            phase_started = start
-            phase = "start"
-            while proc.poll() is None:
-                time.sleep(0.05)
-                now_phase = _read_phase(progress, phase)
-                if now_phase != phase:
-                    # The build deadline covers everything up to the end of "build".
-                    if phase in ("start", "load_problem", "build") and now_phase not in ("load_problem", "build"):
-                        phase_started = time.monotonic()
-                    phase = now_phase
-                limit = compile_timeout_s if phase in ("start", "load_problem", "build") else run_timeout_s
-                if time.monotonic() - phase_started > limit:
-                    timed_out_phase = phase
-                    _kill_group(proc)
-                    proc.wait()
-                    break
+            timed_out_phase = _wait(proc, progress, compile_timeout_s, run_timeout_s)
             # Children the candidate forked die with the session, even after a clean exit.
             _kill_group(proc)
+        end_t = time.time()
+        swept = sweep_token(token)
+        if swept:
+            log.warning("killed %d process(es) that escaped the sandbox's process group", swept)
         wall_s = time.monotonic() - start
         code = proc.returncode
-        sig = None
-        if code is not None and code < 0:
-            sig = signal.Signals(-code).name
+        sig = _signal_of(code, has_pid_ns)
         if timed_out_phase:
             code, sig = None, None
         result = None
@@ -183,15 +253,51 @@ def run_worker(
                 result = json.loads(result_path.read_text())
             except ValueError:
                 result = None
+        isolation = {
+            "environment": f"allowlist ({', '.join(ENV_ALLOWLIST)}); HOME and TMPDIR private",
+            "limits": f"address space {memory_limit_bytes} bytes, cpu {cpu_limit_s} s, "
+                      f"file size {FILE_SIZE_LIMIT_BYTES} bytes, no core files",
+            **ns_desc,
+            "filesystem": ((result or {}).get("isolation") or {}).get(
+                "filesystem", "unknown: the worker did not report (it died before writing a result)"),
+            "stray_processes_killed": str(swept),
+        }
         return SandboxOutcome(
-            exit_code=code,
-            signal_name=sig,
-            timed_out_phase=timed_out_phase,
-            last_phase=_read_phase(progress, "start"),
-            result=result,
-            output_tail=_tail(out_path),
-            wall_s=wall_s,
-            isolation={"network": net_desc, "limits": f"address space {memory_limit_bytes} bytes, cpu {cpu_limit_s} s"},
+            exit_code=code, signal_name=sig, timed_out_phase=timed_out_phase,
+            last_phase=_read_phase(progress, "start"), result=result, output_tail=_tail(out_path),
+            wall_s=wall_s, isolation=isolation, phases_s=phase_durations(_progress(progress), spawn_t, end_t),
         )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _wait(proc: subprocess.Popen, progress: Path, compile_timeout_s: float, run_timeout_s: float) -> str | None:
+    """Poll until the child exits or its phase's deadline expires; returns the expired phase."""
+    phase_started = time.monotonic()
+    phase = "start"
+    while proc.poll() is None:
+        time.sleep(0.05)
+        now_phase = _read_phase(progress, phase)
+        if now_phase != phase:
+            # The build deadline covers everything up to the end of the build phases.
+            if phase in BUILD_PHASES and now_phase not in BUILD_PHASES:
+                phase_started = time.monotonic()
+            phase = now_phase
+        limit = compile_timeout_s if phase in BUILD_PHASES else run_timeout_s
+        if time.monotonic() - phase_started > limit:
+            _kill_group(proc)
+            proc.wait()
+            return phase
+    return None
+
+
+def _signal_of(code: int | None, via_shell: bool) -> str | None:
+    """Signal that ended the worker: negative codes directly, 128+N through the init shell."""
+    try:
+        if code is not None and code < 0:
+            return signal.Signals(-code).name
+        if via_shell and code is not None and 128 < code < 128 + 65:
+            return signal.Signals(code - 128).name
+    except ValueError:
+        return None
+    return None

@@ -2,14 +2,23 @@
 
 Every field is always present; numbers are finite floats (0.0 when not measured), never None
 or inf, so the result can go straight into checkpointed state and JSON output.
+
+Pipeline: static anti-cheat rules (no code runs) -> sandboxed worker (build, correctness trials
+with runtime rules, interleaved timing of reference [, current best] and candidate, held-out
+re-check) -> statistics (medians, bootstrap CIs) -> physical plausibility -> acceptance as a new
+historical best. The held-out seed is drawn here for every verification and never returned.
 """
 
 from __future__ import annotations
 
+import math
+import secrets
+import time
+from pathlib import Path
 from typing import Any, Literal
 
 from pragma.graph.context import Context, data_dir
-from pragma.tools import sandbox
+from pragma.tools import anticheat, physical, sandbox, stats
 
 Status = Literal["ok", "compile_error", "runtime_error", "mismatch", "timeout", "rejected"]
 STATUSES: tuple[str, ...] = Status.__args__  # type: ignore[attr-defined]
@@ -26,11 +35,15 @@ def build_env() -> dict[str, str]:
 def empty_result(status: Status, message: str, log_tail: str = "") -> dict[str, Any]:
     return {
         "status": status, "message": message, "log_tail": log_tail,
-        "speedup": 0.0, "runtime_ms": 0.0, "ref_runtime_ms": 0.0,
+        "speedup": 0.0, "speedup_ci": [0.0, 0.0], "runtime_ms": 0.0, "ref_runtime_ms": 0.0,
         "runtime_min_ms": 0.0, "ref_runtime_min_ms": 0.0,
         "max_abs_diff": 0.0, "mean_abs_diff": 0.0, "num_threads": 0,
         "checks": [], "samples_ms": {"candidate": [], "reference": []},
-        "sandbox": {}, "wall_s": 0.0, "builds": [],
+        "sandbox": {}, "wall_s": 0.0, "builds": [], "phases_s": {},
+        "is_suspicious": False, "traffic_bytes": 0, "bandwidth_bytes_per_s": 0.0, "min_time_bound_ms": 0.0,
+        "holdout_ok": False, "is_new_best": False, "acceptance": "",
+        "best_runtime_ms": 0.0, "speedup_vs_best": 0.0, "speedup_vs_best_ci": [0.0, 0.0],
+        "cpu_ratio": {}, "warmup_rounds": 0, "warmup_elapsed_s": 0.0,
     }
 
 
@@ -38,7 +51,7 @@ def request_for(problem_path: str, ctx: Context, mode: str) -> dict[str, Any]:
     return {
         "mode": mode, "problem_path": problem_path, "seed": ctx.seed, "num_threads": ctx.num_threads,
         "atol": ctx.atol, "rtol": ctx.rtol, "correctness_trials": ctx.correctness_trials,
-        "warmup_calls": ctx.warmup_calls, "timed_calls": ctx.timed_calls,
+        "warmup_calls": ctx.warmup_calls, "warmup_s": ctx.warmup_s, "timed_calls": ctx.timed_calls,
         "profile_calls": ctx.profile_calls,
     }
 
@@ -46,32 +59,120 @@ def request_for(problem_path: str, ctx: Context, mode: str) -> dict[str, Any]:
 def outcome_to_result(outcome: sandbox.SandboxOutcome, ctx: Context) -> dict[str, Any]:
     """Turn whatever happened in the sandbox into a total result."""
     if outcome.timed_out_phase:
-        building = outcome.timed_out_phase in ("start", "load_problem", "build")
+        building = outcome.timed_out_phase in sandbox.BUILD_PHASES
         limit = ctx.compile_timeout_s if building else ctx.run_timeout_s
         what = "building the candidate" if building else f"phase '{outcome.timed_out_phase}'"
         res = empty_result("timeout", f"{what} exceeded {limit:.0f} s; the process group was killed",
                            outcome.output_tail)
     elif outcome.result is None:
         how = f"died with {outcome.signal_name}" if outcome.signal_name else f"exited with code {outcome.exit_code}"
-        res = empty_result("runtime_error", f"the candidate process {how} during phase '{outcome.last_phase}'",
-                           outcome.output_tail)
+        res = empty_result("runtime_error", f"the candidate process {how} during phase '{outcome.last_phase}'"
+                           + _signal_hint(outcome.signal_name, ctx), outcome.output_tail)
+        if outcome.signal_name in ("SIGXCPU", "SIGXFSZ"):
+            res["checks"] = [{"rule": "memory_limit" if outcome.signal_name == "SIGXFSZ" else "thread_budget",
+                              "verdict": "fail", "detail": res["message"]}]
     else:
         res = empty_result("runtime_error", "")
-        res.update({k: v for k, v in outcome.result.items() if v is not None})
+        res.update({k: v for k, v in outcome.result.items() if v is not None and k != "isolation"})
         if res["status"] not in STATUSES:
             res["status"] = "runtime_error"
         res["log_tail"] = (outcome.result.get("log_tail") or "") + outcome.output_tail[-2000:]
     res["sandbox"] = outcome.isolation
     res["wall_s"] = outcome.wall_s
+    res["phases_s"] = dict(outcome.phases_s)
     return res
 
 
-def verify_candidate(problem_path: str, code: str, ctx: Context) -> dict[str, Any]:
-    """Compile, check and time ``code`` against the problem's reference in the sandbox."""
+def _signal_hint(signal_name: str | None, ctx: Context) -> str:
+    return {"SIGXCPU": " (CPU-time limit of the sandbox)",
+            "SIGXFSZ": f" (file-size limit of {sandbox.FILE_SIZE_LIMIT_BYTES} bytes: too much output?)",
+            "SIGKILL": f" (killed: out of memory? the address-space limit is {ctx.memory_limit_bytes} bytes)",
+            }.get(signal_name or "", "")
+
+
+def _finite(value: Any) -> Any:
+    """JSON-native copy with every non-finite float replaced by 0.0 (the result is total)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else 0.0
+    if isinstance(value, dict):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if value is None or isinstance(value, (str, int, bool)):
+        return value
+    return str(value)
+
+
+def _accept(res: dict[str, Any], has_best: bool, best_speedup: float) -> tuple[bool, str]:
+    """Acceptance of a new historical best (issue rule: noise must never crown a kernel)."""
+    if res["status"] != "ok":
+        return False, f"not accepted: status {res['status']}"
+    if not res["holdout_ok"]:
+        return False, "not accepted: the held-out re-check did not run"
+    if res["is_suspicious"]:
+        return False, "not accepted: the speedup is physically implausible (see speedup_plausible)"
+    if not has_best:
+        return True, "accepted: first correct candidate (no best yet)"
+    if res["samples_ms"].get("best"):
+        low, high = res["speedup_vs_best_ci"]
+        if low > 1.0:
+            return True, f"accepted: faster than the best, 95% CI of the speedup over it [{low:.3f}, {high:.3f}] > 1"
+        return False, f"not accepted: 95% CI of the speedup over the best [{low:.3f}, {high:.3f}] includes or is below 1"
+    # The best could not be re-run next to it: compare against its recorded speedup instead.
+    low = res["speedup_ci"][0]
+    if low > best_speedup:
+        return True, f"accepted: speedup CI low {low:.3f} above the best's recorded {best_speedup:.3f} (best not re-run)"
+    return False, f"not accepted: speedup CI low {low:.3f} not above the best's recorded {best_speedup:.3f}"
+
+
+def verify_candidate(problem_path: str, code: str, ctx: Context, *, best_code: str | None = None,
+                     best_speedup: float = 0.0) -> dict[str, Any]:
+    """Compile, check and time ``code`` against the problem's reference in the sandbox.
+
+    With ``best_code`` (the current historical best) the best is timed in the same interleaved
+    rounds, and ``is_new_best`` is set only if the candidate is significantly faster than it.
+    """
+    t0 = time.monotonic()
+    try:
+        problem_source = Path(problem_path).read_text()
+    except (OSError, UnicodeDecodeError):
+        problem_source = ""
+    if ctx.static_checks:
+        checks = anticheat.static_checks(code, problem_source)
+    else:
+        checks = [{"rule": "static_checks", "verdict": "skip", "detail": "turned off (static_checks=false)"}]
+    static_s = time.monotonic() - t0
+    if failure := anticheat.first_failure(checks):
+        res = empty_result("rejected", f"rule {failure['rule']}: {failure['detail']}")
+        res.update(checks=checks, sandbox={"static": "rejected before any code ran"},
+                   phases_s={"static_checks": round(static_s, 4)}, wall_s=static_s)
+        res["acceptance"] = "not accepted: status rejected"
+        return _finite(res)
+    request = request_for(problem_path, ctx, "verify")
+    # Fresh for every verification and never reported: inputs the Coder cannot have seen.
+    request["holdout_seed"] = secrets.randbelow(2**31 - 1)
+    files = {"candidate.py": code}
+    if best_code:
+        files["best.py"] = best_code
     outcome = sandbox.run_worker(
-        request_for(problem_path, ctx, "verify"),
-        compile_timeout_s=ctx.compile_timeout_s, run_timeout_s=ctx.run_timeout_s,
+        request, compile_timeout_s=ctx.compile_timeout_s, run_timeout_s=ctx.run_timeout_s,
         memory_limit_bytes=ctx.memory_limit_bytes, num_threads=ctx.num_threads,
-        extra_env=build_env(), files={"candidate.py": code},
+        extra_env=build_env(), files=files,
     )
-    return outcome_to_result(outcome, ctx)
+    res = outcome_to_result(outcome, ctx)
+    res["checks"] = checks + list(res.get("checks") or [])
+    t_stats = time.monotonic()
+    if res["status"] == "ok":
+        res.update(stats.summarize(res["samples_ms"]))
+        plaus = physical.plausibility(int(res["traffic_bytes"]), res["runtime_min_ms"],
+                                      res["ref_runtime_min_ms"], ctx.num_threads)
+        res["checks"].append({k: plaus[k] for k in ("rule", "verdict", "detail")})
+        res.update(is_suspicious=plaus["is_suspicious"], bandwidth_bytes_per_s=plaus["bandwidth_bytes_per_s"],
+                   min_time_bound_ms=plaus["min_time_bound_ms"])
+        low, high = res["speedup_ci"]
+        res["message"] = (f"{res['message']}; speedup {res['speedup']:.3f}x (95% CI {low:.3f}-{high:.3f})"
+                          + ("; SUSPICIOUS: faster than memory traffic allows" if res["is_suspicious"] else ""))
+    res["is_new_best"], res["acceptance"] = _accept(res, bool(best_code), best_speedup)
+    res["phases_s"] = {"static_checks": round(static_s, 4), **res["phases_s"],
+                       "statistics": round(time.monotonic() - t_stats, 4)}
+    return _finite(res)

@@ -2,7 +2,11 @@
 
 Invoked as ``python -m pragma.tools.worker REQUEST.json``. It announces phases in
 ``progress.jsonl`` (the parent applies deadlines per phase) and writes ``result.json``.
-It imports only ``cext``, ``measure`` and ``region`` from pragma, so untrusted code meets a small surface.
+
+Before any untrusted code runs (the problem's or the candidate's) the worker deletes the request
+file (it holds the held-out seed), confines its own writes with Landlock, and imports the
+measurement modules, so timers and guards are bound while the process is still the verifier's.
+It imports only ``cext``, ``landlock``, ``guards``, ``measure`` and ``region`` from pragma.
 """
 
 from __future__ import annotations
@@ -39,21 +43,25 @@ def _import_file(path: str, module_name: str):
     return module
 
 
-def _record_load_inline(builds: list[dict[str, Any]]) -> None:
-    """Wrap torch's load_inline so the profiler can find what a KernelBench-style candidate built."""
+def _record_load_inline(builds: list[dict[str, Any]], counter=None) -> None:
+    """Wrap torch's load_inline so the profiler can find what a KernelBench-style candidate built
+    (and the verifier can count calls into it)."""
     import torch.utils.cpp_extension as cpp_ext
 
-    original = cpp_ext.load_inline
+    for fn_name in ("load_inline", "load"):
+        original = getattr(cpp_ext, fn_name)
 
-    def recording_load_inline(*args, **kwargs):
-        module = original(*args, **kwargs)
-        so_path = getattr(module, "__file__", "") or ""
-        builds.append(
-            {"so_path": so_path, "source_path": str(Path(so_path).parent / "main.cpp"), "kind": "load_inline"}
-        )
-        return module
+        def recording(*args, _original=original, **kwargs):
+            module = _original(*args, **kwargs)
+            so_path = getattr(module, "__file__", "") or ""
+            builds.append(
+                {"so_path": so_path, "source_path": str(Path(so_path).parent / "main.cpp"), "kind": "load_inline"}
+            )
+            if counter is not None:
+                counter.inline_modules.add(getattr(module, "__name__", ""))
+            return module
 
-    cpp_ext.load_inline = recording_load_inline
+        setattr(cpp_ext, fn_name, recording)
 
 
 def _is_compile_failure(exc: BaseException) -> bool:
@@ -65,7 +73,30 @@ def _is_compile_failure(exc: BaseException) -> bool:
     return "Error building extension" in text or "error:" in text and ".cpp" in text
 
 
-def _build(req: dict[str, Any], workdir: Path):
+def _is_memory_failure(exc: BaseException) -> bool:
+    text = str(exc)
+    return isinstance(exc, MemoryError) or "can't allocate memory" in text or "bad_alloc" in text \
+        or "Cannot allocate memory" in text
+
+
+def _failure(exc: BaseException, req: dict[str, Any], builds: list[dict[str, Any]]) -> dict[str, Any]:
+    """Any exception from untrusted code becomes a result, never a crash."""
+    status = "compile_error" if _is_compile_failure(exc) else "runtime_error"
+    text = str(exc)[-3000:]
+    checks = []
+    if status == "compile_error":
+        # Lead with the compiler's first error, not the "In function ..." context line.
+        first = next((ln for ln in text.splitlines() if "error" in ln.lower()), "")
+        text = f"{first.strip()}\n{text}" if first else text
+    elif _is_memory_failure(exc):
+        limit = int(req.get("memory_limit_bytes", 0))
+        text = f"memory limit exceeded ({limit} bytes of address space per sandbox): {text}"
+        checks = [{"rule": "memory_limit", "verdict": "fail", "detail": text[:300]}]
+    return {"status": status, "message": f"{type(exc).__name__}: {text}", "checks": checks,
+            "log_tail": traceback.format_exc()[-4000:], "builds": builds, "failed_phase": _PHASE[0]}
+
+
+def _build(req: dict[str, Any], workdir: Path, make_baseline=None):
     import torch
 
     torch.set_num_threads(int(req["num_threads"]))
@@ -76,6 +107,7 @@ def _build(req: dict[str, Any], workdir: Path):
     init_inputs = list(problem.get_init_inputs())
     torch.manual_seed(seed)
     reference = problem.Model(*init_inputs)
+    baseline = make_baseline() if make_baseline else None  # the process before the candidate touches it
     _announce(workdir, "build")
     # Same seed before the candidate's constructor: KernelBench's convention for matching weights.
     torch.manual_seed(seed)
@@ -84,7 +116,22 @@ def _build(req: dict[str, Any], workdir: Path):
         raise AttributeError("candidate defines no class ModelNew")
     torch.manual_seed(seed)
     candidate = candidate_module.ModelNew(*init_inputs)
-    return problem, reference, candidate
+    return problem, reference, candidate, baseline, init_inputs
+
+
+def _build_best(workdir: Path, init_inputs: list[Any], seed: int) -> tuple[Any, str]:
+    """The current historical best, for the head-to-head timing; (None, why) if it will not load."""
+    if not (workdir / "best.py").exists():
+        return None, ""
+    import torch
+
+    _announce(workdir, "build_best")
+    try:
+        module = _import_file(str(workdir / "best.py"), "pragma_best")
+        torch.manual_seed(seed)
+        return module.ModelNew(*init_inputs), ""
+    except BaseException as exc:  # the best passed before; if it fails now, say so and go on
+        return None, f"{type(exc).__name__}: {str(exc)[:500]}"
 
 
 def _describe(value: Any) -> dict[str, Any]:
@@ -120,43 +167,54 @@ def _probe(req: dict[str, Any], workdir: Path) -> dict[str, Any]:
                 "log_tail": traceback.format_exc()[-3000:]}
 
 
+def _confine(request_path: str, req: dict[str, Any], workdir: Path) -> dict[str, str]:
+    """Forget the request (it holds the held-out seed) and fence writes; returns what applied."""
+    from pragma.tools import landlock
+
+    os.unlink(request_path)
+    writable = [str(workdir), *req.get("writable_paths", [])]
+    return {"filesystem": landlock.confine(writable)}
+
+
 def main(request_path: str) -> int:
     req = json.loads(Path(request_path).read_text())
     workdir = Path(req["workdir"])
+    isolation = _confine(request_path, req, workdir)
     import pragma.tools.cext as cext
 
     sys.modules["pragma_cext"] = cext  # candidates import the fast path under this name
     builds: list[dict[str, Any]] = cext.BUILDS
     if req["mode"] == "probe":
-        _write_result(workdir, _probe(req, workdir))
+        _write_result(workdir, {**_probe(req, workdir), "isolation": isolation})
         return 0
-    try:
-        _record_load_inline(builds)
-        problem, reference, candidate = _build(req, workdir)
-    except BaseException as exc:  # any failure of untrusted code is a result, not a crash
-        status = "compile_error" if _is_compile_failure(exc) else "runtime_error"
-        text = str(exc)[-3000:]
-        if status == "compile_error":
-            # Lead with the compiler's first error, not the "In function ..." context line.
-            first = next((ln for ln in text.splitlines() if "error" in ln.lower()), "")
-            text = f"{first.strip()}\n{text}" if first else text
-        _write_result(
-            workdir,
-            {"status": status, "message": f"{type(exc).__name__}: {text}",
-             "log_tail": traceback.format_exc()[-4000:], "builds": builds, "failed_phase": _PHASE[0]},
-        )
-        return 0
-    from pragma.tools import measure, region
+    # Bound now, before untrusted code can patch time/torch: the measurement and guard modules.
+    from pragma.tools import guards, measure, region
 
+    counter = guards.CallCounter() if req["mode"] == "verify" else None
+    if counter is not None:
+        guards.prime()
+        counter.wrap_cext(cext)
+    try:
+        _record_load_inline(builds, counter)
+        make_baseline = (lambda: guards.Baseline(int(req["num_threads"]))) if counter is not None else None
+        problem, reference, candidate, baseline, init_inputs = _build(req, workdir, make_baseline)
+    except BaseException as exc:  # any failure of untrusted code is a result, not a crash
+        _write_result(workdir, {**_failure(exc, req, builds), "isolation": isolation})
+        return 0
+    best_error = ""
     try:
         if req["mode"] == "verify":
-            result = measure.verify(req, workdir, problem, reference, candidate, _announce)
+            best, best_error = _build_best(workdir, init_inputs, int(req["seed"]))
+            result = measure.verify(req, workdir, problem, reference, candidate, _announce, best=best,
+                                    baseline=baseline, counter=counter)
         else:
             result = region.profile_region(req, workdir, problem, candidate, _announce)
     except BaseException as exc:
-        result = {"status": "runtime_error", "message": f"{type(exc).__name__}: {str(exc)[-3000:]}",
-                  "log_tail": traceback.format_exc()[-4000:]}
+        result = _failure(exc, req, builds)
     result["builds"] = builds
+    result["isolation"] = isolation
+    if best_error:
+        result["best_error"] = best_error
     _announce(workdir, "done")
     _write_result(workdir, result)
     return 0

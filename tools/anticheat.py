@@ -1,0 +1,596 @@
+"""Anti-cheat rules: the registry (every rule with its rationale) and the static layer.
+
+The static layer reads the candidate's source (Python AST, plus the C++ strings inside it with
+comments stripped) without running anything. The runtime layer lives in ``guards.py`` and
+``measure.py`` (inside the sandbox) and reports under the same rule names where a rule has both
+forms. Static checks are cheap and explain themselves; runtime checks catch what a static
+reading cannot see (operators on tensors, obfuscated calls, C++ behaviour).
+
+Threat model: candidates are LLM-written code that may game the evaluator (the tricks seen in
+published kernel-generation work), not hand-crafted exploits of the worker process. The sandbox
+(``sandbox.py``, ``landlock.py``) bounds what even a hostile candidate can do to the machine.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    layers: tuple[str, ...]  # where it is enforced: static, runtime, problem, timing, sandbox
+    rationale: str
+
+
+RULES: dict[str, Rule] = {}
+
+
+def _rule(name: str, layers: tuple[str, ...], rationale: str) -> str:
+    RULES[name] = Rule(name, layers, rationale)
+    return name
+
+
+# --- the rules, each with why it exists -------------------------------------------------------
+
+NO_TORCH_COMPUTE = _rule(
+    "no_torch_compute", ("static", "runtime"),
+    "The kernel must do the work. Calling the PyTorch op it replaces (or any torch compute: "
+    "functional ops, tensor math methods, operators on tensors, nn layers' forward) times PyTorch "
+    "against itself and hides a slow or absent kernel. Allowed glue: allocation (empty*, zeros*, "
+    "ones*, full*, tensor), views and shape bookkeeping (view, reshape, contiguous, size, stride, "
+    "permute, ...), clone/copy_ and dtype up-casts. At runtime every aten op the forward dispatches "
+    "is recorded and anything outside that glue set is a violation.")
+NO_LIBRARY_COMPUTE = _rule(
+    "no_library_compute", ("static",),
+    "numpy, scipy, numba, jax and similar libraries are someone else's kernels; using them for "
+    "the work measures that library, not the candidate.")
+HAS_COMPILED_KERNEL = _rule(
+    "has_compiled_kernel", ("static",),
+    "A candidate without a compiled kernel (pragma_cext.load_cpp, load_inline or "
+    "cpp_extension.load) can only be computing with torch or returning something precomputed.")
+COMPILED_CODE_RAN = _rule(
+    "compiled_code_ran", ("runtime",),
+    "Building a kernel proves nothing if forward never calls it: every call into the candidate's "
+    "own libraries during the correctness trials is counted and at least one is required.")
+NO_TRY_FALLBACK = _rule(
+    "no_try_fallback", ("static",),
+    "An except branch that swallows the kernel's failure and answers another way (usually with "
+    "torch) turns a broken kernel into a passing one. Handlers must re-raise.")
+NO_REFERENCE_MODEL = _rule(
+    "no_reference_model", ("static", "runtime"),
+    "Subclassing, copying or reaching for the reference Model runs the reference's own forward. "
+    "Statically: no class named Model, no base named Model, no access to the problem module; at "
+    "runtime: ModelNew and its submodules must not be instances of the problem's Model.")
+NO_THREADS_OR_PROCESSES = _rule(
+    "no_threads_or_processes", ("static", "runtime"),
+    "Work done on a thread or process after forward returns escapes the timer, and a process left "
+    "behind keeps using the machine. OpenMP is allowed (its team joins before the region ends). "
+    "Runtime: no new Python threads alive and no child processes after a call.")
+NO_MONKEYPATCHING = _rule(
+    "no_monkeypatching", ("static", "runtime"),
+    "Replacing time.perf_counter, torch functions, Tensor methods or environment variables changes "
+    "what the verifier measures or compares. Runtime: the identities of time, torch, torch.Tensor, "
+    "torch.nn.functional, nn.Module and builtins attributes are snapshotted before the candidate "
+    "loads and compared after every phase (the verifier also keeps its own timer references).")
+NO_INTROSPECTION = _rule(
+    "no_introspection", ("static",),
+    "gc, inspect, frames, sys.modules and builtins let a candidate find the reference output, the "
+    "held-out seed or the verifier's state in memory.")
+NO_DYNAMIC_CODE = _rule(
+    "no_dynamic_code", ("static",),
+    "eval/exec/compile, importlib and getattr with a computed name hide which functions are called "
+    "from every static rule.")
+NO_TENSOR_SUBCLASS = _rule(
+    "no_tensor_subclass", ("static",),
+    "A torch.Tensor subclass (or __torch_function__/__torch_dispatch__ override) can compute lazily "
+    "when the verifier reads it, or lie to comparisons, so the timed call does no work.")
+PLAIN_DENSE_OUTPUT = _rule(
+    "plain_dense_output", ("runtime",),
+    "Outputs must be exactly torch.Tensor, strided, without lazy conjugate/negative bits: anything "
+    "else can defer work past the timer or behave differently under comparison.")
+NO_PRECISION_DOWNGRADE = _rule(
+    "no_precision_downgrade", ("static", "runtime"),
+    "Computing an fp32 problem in fp16/bf16 is faster and often passes loose checks on friendly "
+    "data, but it is a different, less accurate operator. Skipped when the problem itself uses "
+    "half precision. Runtime: no conversion to fp16/bf16 dispatched in forward.")
+NO_FAST_MATH = _rule(
+    "no_fast_math", ("static",),
+    "-ffast-math/-Ofast (flags or #pragma/attribute optimize) links crtfastmath.o, which turns on "
+    "flush-to-zero and denormals-are-zero for the whole process (the reference included, so both "
+    "sides change together), and allows reassociation and NaN/Inf assumptions the reference does "
+    "not make.")
+FP_ENVIRONMENT = _rule(
+    "fp_environment", ("static", "runtime"),
+    "The floating-point environment is shared by the whole process: if loading or calling the "
+    "candidate flushes denormals (crtfastmath, torch.set_flush_denormal), the reference's results "
+    "change too and the comparison is no longer against the real operator.")
+NO_FILESYSTEM_WRITES = _rule(
+    "no_filesystem_writes", ("static", "sandbox"),
+    "A kernel needs no files (load_cpp writes the build). Writes could plant libraries in the "
+    "shared build cache, tamper with results or fill the disk. The sandbox enforces it: Landlock "
+    "allows writes only in the private directory and the build cache.")
+NO_NETWORK = _rule(
+    "no_network", ("static", "sandbox"),
+    "Candidate code has no reason to talk to the network; it could fetch precomputed answers or "
+    "leak data. The sandbox runs it in a network namespace (and Landlock denies TCP).")
+NO_STATE_ACROSS_CALLS = _rule(
+    "no_state_across_calls", ("static",),
+    "Timing repeats the same inputs, so a forward that remembers results (self attributes set "
+    "outside __init__, module-level caches, global, lru_cache) wins by memoization and goes stale "
+    "when inputs change.")
+INPUTS_UNMODIFIED = _rule(
+    "inputs_unmodified", ("runtime",),
+    "A kernel that writes into its inputs (in-place ReLU) corrupts the caller's data and makes "
+    "later calls cheaper or wrong; inputs are compared bit for bit after every call.")
+FRESH_OUTPUT = _rule(
+    "fresh_output", ("runtime",),
+    "Every call must return new memory: an output overlapping an input, the reference's output or "
+    "an earlier output (kept alive on purpose) is a cached or aliased result.")
+OUTPUT_STABLE = _rule(
+    "output_stable", ("runtime",),
+    "The output is snapshotted the moment forward returns and compared again later: if it changes, "
+    "work is still running after the timer stopped.")
+STATELESS = _rule(
+    "stateless", ("runtime",),
+    "The same input buffers refilled with new values must give the new correct answer; a cache "
+    "keyed on addresses or shapes returns the old one.")
+DETERMINISTIC = _rule(
+    "deterministic", ("runtime",),
+    "Two calls on the same inputs should agree bit for bit. Differences within tolerance (e.g. "
+    "atomics in a parallel reduction) are reported as a warning, not rejected.")
+THREAD_BUDGET = _rule(
+    "thread_budget", ("static", "runtime", "timing"),
+    "Reference and candidate are compared at the same thread count: the candidate must not change "
+    "torch's thread count, start more OS threads than its OpenMP team allows, or burn more CPU "
+    "time than num_threads cores over its timed calls.")
+TOLERANCE_DISCRIMINATES = _rule(
+    "tolerance_discriminates", ("problem",),
+    "If an all-zeros or constant output passes the tolerance against the reference's output (tiny "
+    "outputs against atol), correctness proves nothing; the problem/tolerance pair is rejected "
+    "and reported instead of accepting any kernel.")
+SPEEDUP_PLAUSIBLE = _rule(
+    "speedup_plausible", ("timing",),
+    "A kernel must move at least its inputs and outputs through memory once; a time below that "
+    "traffic at the machine's measured bandwidth (with slack) is physically implausible and is "
+    "flagged as suspicious (never crowned as a new best).")
+MEMORY_LIMIT = _rule(
+    "memory_limit", ("sandbox",),
+    "Address space is limited per sandbox (memory_limit_bytes) so a candidate that fills memory "
+    "fails alone instead of taking the machine down.")
+
+
+# --- static layer -----------------------------------------------------------------------------
+
+STATIC_RULES = tuple(name for name, r in RULES.items() if "static" in r.layers)
+
+# torch functions that allocate, describe or build; everything else under torch.* is compute.
+TORCH_ALLOWED_CALLS = frozenset({
+    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full",
+    "full_like", "tensor", "as_tensor", "from_numpy", "Size", "device", "dtype", "finfo", "iinfo",
+    "no_grad", "inference_mode", "is_tensor", "get_num_threads", "numel", "manual_seed",
+    "utils.cpp_extension.load_inline", "utils.cpp_extension.load", "nn.Module", "nn.Parameter",
+    "nn.ParameterList", "nn.ModuleList", "nn.ModuleDict", "nn.init.calculate_gain",
+})
+# nn layers may be constructed (to hold weights that match the reference's initialisation);
+# calling them in forward is caught at runtime. Everything in torch.nn.init initialises weights.
+_NN_LAYER = re.compile(r"^nn\.[A-Z]\w*$|^nn\.init\.\w+$")
+
+# Tensor methods that compute. Views, shape bookkeeping, clone/copy_ and fill_/zero_ are glue.
+TENSOR_COMPUTE_METHODS = frozenset("""
+abs abs_ absolute acos acosh add add_ addbmm addcdiv addcmul addmm addmv addr all allclose amax
+amin aminmax angle any argmax argmin argsort asin asinh atan atan2 atanh baddbmm bernoulli bmm
+ceil cholesky clamp clamp_ clamp_max clamp_min clip clip_ conv1d conv2d conv3d cos cosh count_nonzero
+cross cummax cummin cumprod cumsum deg2rad diag diagonal diff digamma dist div div_ divide dot
+eig einsum eq equal erf erfc erfinv exp exp_ exp2 expm1 floor floor_divide fmax fmin fmod frac
+gather gcd ge gelu ger greater gt hardtanh heaviside histc hypot index_add index_add_ index_copy
+index_fill index_put index_put_ index_select inner inverse isclose isfinite isinf isnan kron
+kthvalue lcm ldexp le lerp less lgamma log log10 log1p log2 log_softmax logaddexp logcumsumexp
+logdet logical_and logical_not logical_or logical_xor logit logsumexp lt lu masked_fill
+masked_fill_ masked_scatter masked_select matmul matrix_exp matrix_power max maximum mean median
+min minimum mm mode msort mul mul_ multinomial multiply mv nan_to_num nanmean nanmedian nanquantile
+nansum ne neg neg_ negative nextafter nonzero norm not_equal outer pinverse polygamma pow pow_ prod
+qr quantile rad2deg reciprocal relu relu_ remainder renorm repeat repeat_interleave roll rot90
+round rsqrt scatter scatter_ scatter_add scatter_add_ scatter_reduce sgn sigmoid sigmoid_ sign
+signbit sin sinc sinh slogdet softmax sort sqrt sqrt_ square std sub sub_ subtract sum svd t_ tan
+tanh tanh_ tensordot tile topk trace trapz triangular_solve tril triu true_divide trunc unique
+unique_consecutive var vdot where xlogy
+""".split())
+
+# Calls whose result is the candidate's compiled library; method calls on it are the kernel.
+LOADERS = frozenset({"pragma_cext.load_cpp", "pragma_cext.build_cpp", "torch.utils.cpp_extension.load_inline",
+                     "torch.utils.cpp_extension.load", "ctypes.CDLL", "ctypes.cdll.LoadLibrary"})
+KERNEL_BUILDERS = frozenset({"pragma_cext.load_cpp", "torch.utils.cpp_extension.load_inline",
+                             "torch.utils.cpp_extension.load"})
+
+_IMPORT_RULES = {
+    NO_THREADS_OR_PROCESSES: {"threading", "_thread", "multiprocessing", "concurrent", "subprocess",
+                              "asyncio", "pty", "signal", "sched"},
+    NO_NETWORK: {"socket", "ssl", "urllib", "http", "requests", "httpx", "aiohttp", "ftplib",
+                 "smtplib", "telnetlib", "xmlrpc", "websocket", "websockets"},
+    NO_LIBRARY_COMPUTE: {"numpy", "scipy", "numba", "jax", "jaxlib", "tensorflow", "cupy", "sklearn",
+                         "pandas", "torchvision", "torchaudio", "xformers", "mkl", "onnxruntime"},
+    NO_INTROSPECTION: {"gc", "inspect", "builtins", "__builtin__", "traceback", "dis", "tracemalloc"},
+    NO_DYNAMIC_CODE: {"importlib", "runpy", "code", "codeop", "pickle", "marshal", "dill"},
+    NO_MONKEYPATCHING: {"unittest", "mock"},
+    NO_FILESYSTEM_WRITES: {"shutil", "tempfile"},
+    NO_REFERENCE_MODEL: {"pragma_problem"},
+    NO_TENSOR_SUBCLASS: {"torch.overrides", "torch.utils._python_dispatch", "torch._C", "torch._subclasses"},
+}
+_PROCESS_CALLS = re.compile(r"^os\.(fork|forkpty|system|popen|spawn\w*|exec\w*|posix_spawn\w*|kill|killpg|"
+                            r"setsid|daemon|register_at_fork)$")
+_FILE_CALLS = re.compile(r"^os\.(remove|unlink|rename|renames|replace|makedirs|mkdir|rmdir|removedirs|"
+                         r"symlink|link|chmod|chown|truncate|mkfifo|mknod|utime|write|pwrite)$")
+_PATH_WRITE_METHODS = frozenset({"write_text", "write_bytes", "unlink", "mkdir", "rmdir", "touch",
+                                 "symlink_to", "hardlink_to", "chmod"})
+_INTROSPECTION_ATTRS = frozenset({"_getframe", "settrace", "setprofile", "__builtins__",
+                                  "__globals__", "__subclasses__", "f_back", "f_locals", "f_globals",
+                                  "tb_frame", "gi_frame", "cr_frame", "__code__", "pythonapi",
+                                  "_current_frames"})
+_HALF_DTYPES = frozenset({"torch.float16", "torch.half", "torch.bfloat16"})
+_MUTATING_METHODS = frozenset({"append", "extend", "insert", "update", "setdefault", "add",
+                               "__setitem__", "appendleft"})
+
+# C++ (comments stripped). Namespaced/member calls (std::remove, obj.open) are not the libc ones.
+_CPP_RULES = {
+    NO_THREADS_OR_PROCESSES: re.compile(
+        r"\bstd::(thread|jthread|async)\b|\bpthread_create\b|"
+        r"(?<![\w:.>])(v?fork|clone|system|popen|execl|execlp|execle|execv|execvp|execvpe|posix_spawnp?|daemon)\s*\("),
+    NO_FILESYSTEM_WRITES: re.compile(
+        r"(?<![\w:.>])(fopen|freopen|open|openat|creat|unlink|remove|rename|mkdir|rmdir|truncate|"
+        r"symlink|link)\s*\(|std::(ofstream|fstream|filesystem)\b"),
+    NO_NETWORK: re.compile(r"(?<![\w:.>])(socket|connect|getaddrinfo)\s*\("),
+    NO_FAST_MATH: re.compile(r"fast-math|Ofast|unsafe-math|finite-math-only|associative-math|reciprocal-math"),
+    NO_PRECISION_DOWNGRADE: re.compile(
+        r"\b(_Float16|__fp16|__bf16|float16_t|bfloat16_t|__half|__nv_bfloat16)\b|"
+        r"\b(at|c10)::(Half|BFloat16)\b|cvtps_ph|cvtneps|cvtne2ps|dpbf16"),
+}
+_BAD_FLAG = re.compile(r"^-(ffast-math|Ofast|funsafe-math-optimizations|ffinite-math-only|"
+                       r"fassociative-math|freciprocal-math|fno-signed-zeros|fno-trapping-math)$")
+_CPP_HINT = re.compile(r"#include|extern\s+\"C\"|\bint64_t\b|\bvoid\s+\w+\s*\(")
+_CPP_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_HALF_PROBLEM = re.compile(r"float16|bfloat16|\.half\(|torch\.half|bf16")
+
+
+def strip_cpp_comments(source: str) -> str:
+    return _CPP_COMMENTS.sub(" ", source)
+
+
+class _Scanner(ast.NodeVisitor):
+    """One pass over the candidate's AST; records (rule, detail) for every violation."""
+
+    def __init__(self, tree: ast.Module, problem_is_half: bool):
+        self.problem_is_half = problem_is_half
+        self.found: list[tuple[str, str]] = []
+        self.aliases: dict[str, str] = {}  # local name -> dotted module path or object path
+        self.lib_handles: set[str] = set()  # "name" or "self.name" bound to a loaded library
+        self.module_names: set[str] = set()  # names assigned at module level
+        self.has_kernel = False
+        self._func_stack: list[ast.AST] = []
+        self._class_depth = 0
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    self.aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for a in node.names:
+                    self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                if (self.qualname(node.value.func) or "") in LOADERS:
+                    self.lib_handles.update(k for t in node.targets if (k := self._handle_key(t)))
+        for node in tree.body:
+            targets = node.targets if isinstance(node, ast.Assign) else (
+                [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
+            for t in targets:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name):
+                        self.module_names.add(n.id)
+
+    # helpers
+    def add(self, rule: str, node: ast.AST, what: str) -> None:
+        self.found.append((rule, f"line {getattr(node, 'lineno', '?')}: {what}"))
+
+    def qualname(self, node: ast.AST) -> str | None:
+        """Dotted path of a Name/Attribute chain rooted at an import, else None."""
+        if isinstance(node, ast.Name):
+            return self.aliases.get(node.id)
+        if isinstance(node, ast.Attribute):
+            base = self.qualname(node.value)
+            return f"{base}.{node.attr}" if base else None
+        return None
+
+    @staticmethod
+    def _handle_key(node: ast.AST) -> str | None:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+            return f"self.{node.attr}"
+        return None
+
+    def _rooted_at_handle(self, node: ast.AST) -> bool:
+        while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+            if self._handle_key(node) in self.lib_handles:
+                return True
+            node = node.func if isinstance(node, ast.Call) else node.value
+        return self._handle_key(node) in self.lib_handles
+
+    def _in_stateful_method(self) -> bool:
+        """Inside a function that runs per call (anything but __init__ / module level)."""
+        return bool(self._func_stack) and not any(
+            isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == "__init__" for f in self._func_stack)
+
+    def _import_rule(self, module: str, node: ast.AST) -> None:
+        for rule, roots in _IMPORT_RULES.items():
+            for root in roots:
+                if module == root or module.startswith(root + "."):
+                    self.add(rule, node, f"imports {module}")
+
+    # visitors
+    def visit_Import(self, node: ast.Import) -> None:
+        for a in node.names:
+            self._import_rule(a.name, node)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        self._import_rule(module, node)
+        for a in node.names:
+            full = f"{module}.{a.name}"
+            self._import_rule(full, node)
+            if module == "torch.nn.functional" or (module == "torch" and a.name in TENSOR_COMPUTE_METHODS):
+                self.add(NO_TORCH_COMPUTE, node, f"imports the torch compute function {full}")
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        if node.name == "Model":
+            self.add(NO_REFERENCE_MODEL, node, "defines a class named Model (a copy of the reference)")
+        for base in node.bases:
+            q = self.qualname(base) or ""
+            last = base.id if isinstance(base, ast.Name) else base.attr if isinstance(base, ast.Attribute) else ""
+            if last == "Model" or q.endswith(".Model"):
+                self.add(NO_REFERENCE_MODEL, node, f"class {node.name} subclasses the reference Model")
+            if q in ("torch.Tensor", "torch._C.TensorBase", "torch._C._TensorBase") or last == "Tensor":
+                self.add(NO_TENSOR_SUBCLASS, node, f"class {node.name} subclasses torch.Tensor")
+        self._class_depth += 1
+        self.generic_visit(node)
+        self._class_depth -= 1
+
+    def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        if node.name in ("__torch_function__", "__torch_dispatch__"):
+            self.add(NO_TENSOR_SUBCLASS, node, f"defines {node.name}")
+        for dec in node.decorator_list:
+            target = dec.func if isinstance(dec, ast.Call) else dec
+            q = self.qualname(target) or ""
+            if q in ("functools.lru_cache", "functools.cache", "functools.cached_property"):
+                self.add(NO_STATE_ACROSS_CALLS, node, f"{node.name} is memoized with {q}")
+        self._func_stack.append(node)
+        self.generic_visit(node)
+        self._func_stack.pop()
+
+    visit_FunctionDef = _visit_function
+    visit_AsyncFunctionDef = _visit_function
+
+    def visit_Global(self, node: ast.Global) -> None:
+        self.add(NO_STATE_ACROSS_CALLS, node, f"global {', '.join(node.names)}")
+
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> None:
+        self.add(NO_STATE_ACROSS_CALLS, node, f"nonlocal {', '.join(node.names)}")
+
+    def visit_Try(self, node: ast.Try) -> None:
+        for handler in node.handlers:
+            if not (handler.body and isinstance(handler.body[-1], ast.Raise)):
+                self.add(NO_TRY_FALLBACK, handler, "an except branch that does not re-raise")
+        self.generic_visit(node)
+
+    visit_TryStar = visit_Try
+
+    def _check_store(self, target: ast.AST, node: ast.AST) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            for t in target.elts:
+                self._check_store(t, node)
+            return
+        if isinstance(target, ast.Starred):
+            self._check_store(target.value, node)
+            return
+        if isinstance(target, (ast.Attribute, ast.Subscript)):
+            owner = self.qualname(target.value)
+            if owner:
+                self.add(NO_MONKEYPATCHING, node, f"assigns into {owner}")
+                return
+            root = target
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            if self._in_stateful_method() and isinstance(root, ast.Name):
+                if root.id == "self" or (root.id in self.module_names and isinstance(target, ast.Subscript)):
+                    self.add(NO_STATE_ACROSS_CALLS, node, f"stores into {ast.unparse(target)} during a call")
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for t in node.targets:
+            self._check_store(t, node)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._check_store(node.target, node)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._check_store(node.target, node)
+        self.generic_visit(node)
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        for t in node.targets:
+            self._check_store(t, node)
+        self.generic_visit(node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if isinstance(node.op, ast.MatMult):
+            self.add(NO_TORCH_COMPUTE, node, "uses the @ operator (a torch matmul)")
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        q = self.qualname(node) or ""
+        if q in _HALF_DTYPES and not self.problem_is_half:
+            self.add(NO_PRECISION_DOWNGRADE, node, f"uses {q} in an fp32 problem")
+        if node.attr in _INTROSPECTION_ATTRS or q == "sys.modules":
+            self.add(NO_INTROSPECTION, node, f"accesses {q or '.' + node.attr}")
+        if node.attr == "__dict__" and self.qualname(node.value):
+            self.add(NO_DYNAMIC_CODE, node, f"reads {self.qualname(node.value)}.__dict__")
+        self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id in ("__builtins__", "pragma_problem"):
+            rule = NO_REFERENCE_MODEL if node.id == "pragma_problem" else NO_INTROSPECTION
+            self.add(rule, node, f"refers to {node.id}")
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        q = self.qualname(node.func)
+        if q:
+            self._check_qualified_call(q, node)
+        elif isinstance(node.func, ast.Name):
+            self._check_builtin_call(node.func.id, node)
+        elif isinstance(node.func, ast.Attribute):
+            self._check_method_call(node.func, node)
+        self.generic_visit(node)
+
+    def _check_qualified_call(self, q: str, node: ast.Call) -> None:
+        if q in KERNEL_BUILDERS:
+            self.has_kernel = True
+        if q.startswith("torch."):
+            rest = q[len("torch."):]
+            if not (rest in TORCH_ALLOWED_CALLS or _NN_LAYER.match(rest) or rest.startswith("utils.cpp_extension.")):
+                self.add(NO_TORCH_COMPUTE, node, f"calls {q}")
+            if rest in ("set_num_threads", "set_num_interop_threads", "set_flush_denormal"):
+                self.add(THREAD_BUDGET if "threads" in rest else FP_ENVIRONMENT, node,
+                         f"calls {q} (a process-wide setting the reference shares)")
+        if _PROCESS_CALLS.match(q):
+            self.add(NO_THREADS_OR_PROCESSES, node, f"calls {q}")
+        if _FILE_CALLS.match(q) or q in ("io.open", "os.open") and self._write_mode(node, os_open=q == "os.open"):
+            self.add(NO_FILESYSTEM_WRITES, node, f"calls {q}")
+        if q in ("builtins.setattr", "builtins.delattr"):
+            self.add(NO_MONKEYPATCHING, node, f"calls {q}")
+        if q.startswith(("gc.", "inspect.", "sys._getframe", "sys.settrace", "sys.setprofile")):
+            self.add(NO_INTROSPECTION, node, f"calls {q}")
+        if q == "contextlib.suppress":
+            self.add(NO_TRY_FALLBACK, node, "uses contextlib.suppress")
+        if q.startswith("importlib."):
+            self.add(NO_DYNAMIC_CODE, node, f"calls {q}")
+        if q in ("os.environ.update", "os.putenv", "os.environ.setdefault", "os.unsetenv"):
+            self.add(NO_MONKEYPATCHING, node, f"calls {q} (environment)")
+
+    def _check_builtin_call(self, name: str, node: ast.Call) -> None:
+        if name in self.aliases:
+            return
+        if name in ("eval", "exec", "compile", "__import__"):
+            self.add(NO_DYNAMIC_CODE, node, f"calls {name}()")
+        elif name in ("globals", "locals", "vars"):
+            self.add(NO_INTROSPECTION, node, f"calls {name}()")
+        elif name in ("setattr", "delattr") and node.args:
+            owner = self.qualname(node.args[0])
+            if owner:
+                self.add(NO_MONKEYPATCHING, node, f"{name}() on {owner}")
+        elif name == "getattr" and len(node.args) >= 2 and self.qualname(node.args[0]):
+            if not isinstance(node.args[1], ast.Constant):
+                self.add(NO_DYNAMIC_CODE, node, f"getattr on {self.qualname(node.args[0])} with a computed name")
+            else:
+                self._check_qualified_call(f"{self.qualname(node.args[0])}.{node.args[1].value}", node)
+        elif name == "open" and self._write_mode(node):
+            self.add(NO_FILESYSTEM_WRITES, node, "opens a file for writing")
+
+    def _check_method_call(self, func: ast.Attribute, node: ast.Call) -> None:
+        name = func.attr
+        if self._rooted_at_handle(func.value):
+            return  # a call into the candidate's own compiled library
+        if name in TENSOR_COMPUTE_METHODS:
+            self.add(NO_TORCH_COMPUTE, node, f"calls .{name}() (torch compute on a tensor)")
+        if name in ("half", "bfloat16") and not self.problem_is_half:
+            self.add(NO_PRECISION_DOWNGRADE, node, f"calls .{name}() in an fp32 problem")
+        if name in ("as_subclass", "_make_subclass", "_make_wrapper_subclass"):
+            self.add(NO_TENSOR_SUBCLASS, node, f"calls .{name}()")
+        if name in _PATH_WRITE_METHODS:
+            self.add(NO_FILESYSTEM_WRITES, node, f"calls .{name}()")
+        if name in _MUTATING_METHODS and self._in_stateful_method():
+            root = func.value
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            if isinstance(root, ast.Name) and (root.id == "self" or root.id in self.module_names):
+                self.add(NO_STATE_ACROSS_CALLS, node, f"mutates {ast.unparse(func.value)} during a call")
+
+    @staticmethod
+    def _write_mode(node: ast.Call, os_open: bool = False) -> bool:
+        if os_open:
+            return True  # os.open flags are ints; any use is suspicious enough
+        mode = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "mode"), None)
+        if mode is None:
+            return False
+        if isinstance(mode, ast.Constant) and isinstance(mode.value, str):
+            return any(c in mode.value for c in "wax+")
+        return True  # a computed mode: cannot tell, treat as a write
+
+
+def _string_constants(tree: ast.Module) -> tuple[list[str], list[str]]:
+    """(C++ sources, other strings), docstrings excluded."""
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docstrings.add(id(first.value))
+    cpp, other = [], []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            (cpp if _CPP_HINT.search(node.value) else other).append(node.value)
+    return cpp, other
+
+
+def _cpp_findings(sources: list[str], problem_is_half: bool) -> list[tuple[str, str]]:
+    found = []
+    for src in sources:
+        code = strip_cpp_comments(src)
+        for rule, pattern in _CPP_RULES.items():
+            if rule == NO_PRECISION_DOWNGRADE and problem_is_half:
+                continue
+            if m := pattern.search(code):
+                found.append((rule, f"C++ source uses {m.group(0).strip()!r}"))
+    return found
+
+
+def _flag_findings(strings: list[str]) -> list[tuple[str, str]]:
+    found = []
+    for s in strings:
+        for token in s.split():
+            if _BAD_FLAG.match(token):
+                found.append((NO_FAST_MATH, f"compiler flag {token}"))
+    return found
+
+
+def static_checks(code: str, problem_source: str = "") -> list[dict[str, str]]:
+    """Run every static rule on the candidate; one check entry per rule (pass, fail or skip)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return [{"rule": name, "verdict": "skip", "detail": "source does not parse (reported by the build)"}
+                for name in STATIC_RULES]
+    problem_is_half = bool(_HALF_PROBLEM.search(problem_source))
+    scanner = _Scanner(tree, problem_is_half)
+    scanner.visit(tree)
+    cpp, other = _string_constants(tree)
+    found = scanner.found + _cpp_findings(cpp, problem_is_half) + _flag_findings(other + cpp)
+    if not scanner.has_kernel:
+        found.append((HAS_COMPILED_KERNEL, "no call to load_cpp, load_inline or cpp_extension.load"))
+    checks = []
+    for name in STATIC_RULES:
+        details = [d for r, d in found if r == name]
+        if name == NO_PRECISION_DOWNGRADE and problem_is_half:
+            checks.append({"rule": name, "verdict": "skip", "detail": "the problem uses half precision"})
+        elif details:
+            checks.append({"rule": name, "verdict": "fail", "detail": "; ".join(dict.fromkeys(details))[:500]})
+        else:
+            checks.append({"rule": name, "verdict": "pass", "detail": "static"})
+    return checks
+
+
+def first_failure(checks: list[dict[str, Any]]) -> dict[str, Any] | None:
+    return next((c for c in checks if c["verdict"] == "fail"), None)
