@@ -39,6 +39,11 @@ class Context:
     max_cost_usd: float = _knob(0.0, "End the run (keeping the best) after this LLM cost in USD; 0: no limit.")
     max_wall_s: float = _knob(0.0, "End the run (keeping the best) after this many seconds; 0: no limit.")
     backend: Literal["cpu", "gpu"] = _knob("cpu", "Target backend of generated kernels.")
+    agent_mode: Literal["pragma", "no-profile", "single-agent"] = _knob(
+        "pragma", "Which agents run: 'pragma' (Coder, Verifier, Profiler, Conductor), 'no-profile' "
+        "(N-PRAGMA: the same agents, but nothing is profiled and the Conductor sees only correctness "
+        "and time) or 'single-agent' (the Coder alone, fed the verifier's compiler, correctness and "
+        "runtime feedback, KernelBench multi-turn style).")
     max_iterations: int = _knob(15, "Maximum number of candidates the Coder writes in one run.")
     max_repairs: int = _knob(
         4, "Maximum consecutive failed candidates before the run stops trying to repair."
@@ -51,9 +56,24 @@ class Context:
     correctness_trials: int = _knob(3, "Number of fresh seeded inputs a candidate must match.")
     warmup_calls: int = _knob(5, "Untimed calls before timing, per implementation.")
     timed_calls: int = _knob(100, "Timed calls per implementation (interleaved with the other).")
+    warmup_s: float = _knob(
+        0.5, "Minimum warm-up time before timing, seconds: warm-up rounds continue past warmup_calls "
+        "until this much time has passed (fresh processes need tens of calls to settle)."
+    )
+    static_checks: bool = _knob(
+        True, "Run the static (AST) anti-cheat rules before the sandbox. Turn off only to test the "
+        "runtime rules alone."
+    )
     num_threads: int = _knob(1, "Threads for both reference and candidate (torch and OpenMP).")
     seed: int = _knob(1234, "Base seed for generated inputs and weights.")
     profile_calls: int = _knob(20, "Kernel calls inside the profiled region.")
+    knowledge_max_chars: int = _knob(
+        6000, "Cap on the profiler-knowledge section of the Conductor's prompt, characters; 0 leaves it out."
+    )
+    knowledge_tool_calls: int = _knob(
+        3, "Metric lookups (tool lookup_profiler_metric) a tool-capable Conductor model may make per "
+        "decision; 0 disables tool use."
+    )
 
 
 def field_descriptions() -> dict[str, str]:
