@@ -39,12 +39,13 @@ def budget_exhausted(state: PragmaState, ctx: Context) -> str | None:
 
 def route_after_verifier(
     state: PragmaState, runtime: Runtime[Context]
-) -> Literal["repair", "profiler", "__end__"]:
+) -> Literal["repair", "profiler", "coder", "__end__"]:
     if state.get("verification", {}).get("status") == "ok":
         return "profiler"
     if stop_reason(state, runtime.context) is not None:
         return END
-    return "repair"
+    # Single-agent mode has no Conductor: the Coder reads the verifier's feedback itself.
+    return "coder" if runtime.context.agent_mode == "single-agent" else "repair"
 
 
 def route_after_conductor(
@@ -57,10 +58,10 @@ def route_after_conductor(
 
 def route_after_profiler(
     state: PragmaState, runtime: Runtime[Context]
-) -> Literal["conductor", "__end__"]:
+) -> Literal["conductor", "coder", "__end__"]:
     # No Conductor call when no further candidate can be written: it would cost tokens for nothing.
     if state.get("iteration", 0) >= runtime.context.max_iterations:
         return END
     if budget_exhausted(state, runtime.context):
         return END
-    return "conductor"
+    return "coder" if runtime.context.agent_mode == "single-agent" else "conductor"

@@ -16,6 +16,18 @@ def _inputs_text(problem: dict) -> str:
     return json.dumps({"inputs": problem.get("inputs", []), "init_inputs": problem.get("init_inputs", [])})
 
 
+def _feedback(state: PragmaState, last: dict) -> dict:
+    """The previous candidate and its verifier result, for the single-agent prompt."""
+    history = "\n".join(f"attempt {a['iteration']}: {a['status']}, speedup {a['speedup']:.3f}x"
+                        for a in state.get("attempts", []))
+    return {"previous": state["candidate"]["iteration"], "code": state["candidate"]["code"],
+            "status": last.get("status", ""), "message": last.get("message", ""),
+            "log_tail": (last.get("log_tail") or "")[-3000:], "speedup": last.get("speedup", 0.0),
+            "runtime_ms": last.get("runtime_ms", 0.0), "ref_runtime_ms": last.get("ref_runtime_ms", 0.0),
+            "max_abs_diff": last.get("max_abs_diff", 0.0), "history": history,
+            "best_speedup": (state.get("best") or {}).get("speedup", 0.0)}
+
+
 def coder(state: PragmaState, runtime: Runtime[Context]) -> dict:
     ctx = runtime.context
     attempt = state.get("iteration", 0) + 1
@@ -25,7 +37,11 @@ def coder(state: PragmaState, runtime: Runtime[Context]) -> dict:
     guidance = state.get("guidance") or {}
     best = state.get("best") or {}
     last = state.get("verification") or {}
-    if guidance.get("mode") == "repair" and last.get("status") not in (None, "ok"):
+    if ctx.agent_mode == "single-agent" and state.get("candidate"):
+        # KernelBench multi-turn: the Coder itself reads the compiler/correctness/runtime feedback.
+        origin = "refine" if last.get("status") == "ok" else "repair"
+        human = prompts.CODER_FEEDBACK.format(**common, **_feedback(state, last))
+    elif guidance.get("mode") == "repair" and last.get("status") not in (None, "ok"):
         origin = "repair"
         human = prompts.CODER_REPAIR.format(**common, status=last["status"],
                                             code=state["candidate"]["code"], guidance=guidance["text"])

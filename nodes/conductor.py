@@ -32,7 +32,10 @@ def _history(attempts: list[dict]) -> str:
 def conductor(state: PragmaState, runtime: Runtime[Context]) -> dict:
     candidate, result, best = state["candidate"], state["verification"], state.get("best") or {}
     profile = state.get("profile") or {}
-    human = prompts.CONDUCTOR_HUMAN.format(
+    # N-PRAGMA: the same Conductor, shown only correctness and time (str.format ignores extra keys).
+    no_profile = runtime.context.agent_mode == "no-profile"
+    template = prompts.CONDUCTOR_HUMAN_NO_PROFILE if no_profile else prompts.CONDUCTOR_HUMAN
+    human = template.format(runtime_ms=result["runtime_ms"], ref_runtime_ms=result["ref_runtime_ms"],
         attempt=candidate["iteration"], name=state["problem"]["name"], source=state["problem"]["source"],
         hardware=state.get("hardware", ""), history=_history(state.get("attempts", [])),
         iteration=candidate["iteration"], speedup=result["speedup"], code=candidate["code"],
@@ -40,7 +43,8 @@ def conductor(state: PragmaState, runtime: Runtime[Context]) -> dict:
         best_speedup=best.get("speedup", 0.0), best_code=best.get("code", ""),
         best_profile=render_profile(best.get("profile") or {}), diff=profile.get("diff_vs_best", ""),
     )
-    system = prompts.CONDUCTOR_SYSTEM.format(vocabulary=", ".join(VOCABULARY))
+    system_template = prompts.CONDUCTOR_SYSTEM_NO_PROFILE if no_profile else prompts.CONDUCTOR_SYSTEM
+    system = system_template.format(vocabulary=", ".join(VOCABULARY))
     parsed, text, update = structured.ask_structured("conductor", runtime.context, system, human,
                                                      candidate["iteration"], "conductor", ConductorGuidance)
     if parsed is None:

@@ -12,6 +12,14 @@ from pragma.tools.profilers import cpu, diff
 
 def profiler(state: PragmaState, runtime: Runtime[Context]) -> dict:
     candidate, result = state["candidate"], state["verification"]
+    if runtime.context.agent_mode != "pragma":
+        # N-PRAGMA and single-agent measure nothing beyond the verifier: crown the best on time alone.
+        skipped = {"status": "skipped", "reason": f"agent_mode={runtime.context.agent_mode}: not profiled",
+                   "sources": [], "confidence": "none", "metrics": {}, "bottleneck": "unknown",
+                   "iteration": candidate["iteration"]}
+        return {"profile": skipped, "best": {
+            "iteration": candidate["iteration"], "code": candidate["code"], "speedup": result["speedup"],
+            "runtime_ms": result["runtime_ms"], "ref_runtime_ms": result["ref_runtime_ms"], "profile": skipped}}
     extra = (state.get("guidance") or {}).get("extra_metrics") or []
     profile = cpu.profile_candidate(state["problem"]["path"], candidate["code"], runtime.context, extra)
     best = state.get("best") or {}

@@ -96,6 +96,36 @@ Your last candidate failed verification. Fix it following the repair instruction
 </repair_instructions>
 """
 
+CODER_FEEDBACK = """<attempt>{attempt}</attempt>
+You work alone: nobody reviews your kernels. Below is your previous candidate and what the
+verifier reported (compiler output, correctness against the reference, timing). Write a better
+complete module: fix it if it failed, make it faster if it passed.
+
+<problem name="{name}">
+{source}
+</problem>
+
+<inputs>{inputs}</inputs>
+
+<hardware>{hardware}</hardware>
+
+<history best_speedup="{best_speedup:.3f}">
+{history}
+</history>
+
+<previous_candidate iteration="{previous}">
+{code}
+</previous_candidate>
+
+<verifier status="{status}" speedup="{speedup:.3f}" runtime_ms="{runtime_ms:.4f}" ref_runtime_ms="{ref_runtime_ms:.4f}" max_abs_diff="{max_abs_diff:.4g}">
+{message}
+</verifier>
+
+<log_tail>
+{log_tail}
+</log_tail>
+"""
+
 REPAIR_SYSTEM = """You are the Conductor of PRAGMA in repair mode. A candidate kernel failed
 verification (compile error, crash, wrong result, timeout or a rule violation). Read the code and
 the logs, find the cause, and give the Coder short, concrete fix instructions (what to change,
@@ -125,10 +155,45 @@ a table of what moved between them. Diagnose the bottleneck of the best kernel f
 (say which metrics support it and how reliable their source is), then give the Coder the next
 1-3 concrete optimization steps. You may ask for extra perf events for the next profile.
 
+The <profiler_knowledge> section explains the profiled metrics from PRAGMA's compendium: what
+each means, which bottleneck it reveals and the usual remedies. Read the numbers with it. When
+tools are offered, lookup_profiler_metric explains any other metric or symptom.
+
 Reply with one ```json block:
 {{"diagnosis": "...", "bottleneck": "one of: {vocabulary}", "steps": ["...", "..."],
   "extra_metrics": [], "stop": false}}
 Set "stop" to true only when further gains are unlikely."""
+
+# N-PRAGMA (agent_mode=no-profile): the same Conductor without profiles, only correctness and time.
+CONDUCTOR_SYSTEM_NO_PROFILE = """You are the Conductor of PRAGMA, a performance engineer. You get the
+current candidate kernel with its measured time, and the historical best with its time. No
+profiles are available: reason from the code and the timings. Give the Coder the next 1-3
+concrete optimization steps.
+
+Reply with one ```json block:
+{{"diagnosis": "...", "bottleneck": "one of: {vocabulary}", "steps": ["...", "..."],
+  "extra_metrics": [], "stop": false}}
+Set "stop" to true only when further gains are unlikely."""
+
+CONDUCTOR_HUMAN_NO_PROFILE = """<attempt>{attempt}</attempt>
+<problem name="{name}">
+{source}
+</problem>
+
+<hardware>{hardware}</hardware>
+
+<history>
+{history}
+</history>
+
+<current_candidate iteration="{iteration}" speedup="{speedup:.3f}" runtime_ms="{runtime_ms:.4f}" ref_runtime_ms="{ref_runtime_ms:.4f}">
+{code}
+</current_candidate>
+
+<historical_best iteration="{best_iteration}" speedup="{best_speedup:.3f}">
+{best_code}
+</historical_best>
+"""
 
 CONDUCTOR_HUMAN = """<attempt>{attempt}</attempt>
 <problem name="{name}">
@@ -160,4 +225,8 @@ CONDUCTOR_HUMAN = """<attempt>{attempt}</attempt>
 <profile_diff>
 {diff}
 </profile_diff>
+
+<profiler_knowledge>
+{knowledge}
+</profiler_knowledge>
 """
