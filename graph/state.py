@@ -2,7 +2,8 @@
 
 Invariants:
 - ``attempts`` is append-only (one entry per verified candidate, in iteration order).
-- ``best`` only ever moves to a verified-correct candidate that is faster (see ``keep_best``).
+- ``best`` only ever moves to a candidate the verifier accepted as a new best: correct, re-checked
+  on held-out inputs, and significantly faster than the current best (see ``keep_best``).
 - ``usage`` accumulates token counts over every LLM call of the run.
 """
 
@@ -33,6 +34,8 @@ class Best(TypedDict, total=False):
     runtime_ms: float
     ref_runtime_ms: float
     profile: dict[str, Any]
+    speedup_ci: list[float]  # 95% bootstrap CI of the speedup over the reference
+    is_new_best: bool  # the verifier's acceptance decision (head-to-head against the previous best)
 
 
 class Guidance(TypedDict, total=False):
@@ -46,14 +49,19 @@ class Guidance(TypedDict, total=False):
 def keep_best(current: Best | None, update: Best | None) -> Best:
     """Reducer for the historical best.
 
-    An update for the same iteration merges into it (the profiler attaches the profile later);
-    otherwise the update replaces the best only when it is strictly faster.
+    An update for the same iteration merges into it (the profiler attaches the profile later).
+    An update carrying the verifier's decision (``is_new_best``) is obeyed: the verifier timed the
+    candidate against the current best in the same process and accepts only when the speedup's
+    95% CI over it excludes 1.0, so its speedup over the reference may even read lower than the
+    best's older measurement. Without a decision (older results), only a strictly faster update wins.
     """
     current = current or {}
     if not update:
         return current
     if current and update.get("iteration") == current.get("iteration"):
         return {**current, **update}
+    if "is_new_best" in update:
+        return dict(update) if update["is_new_best"] else current
     if not current or float(update.get("speedup", 0.0)) > float(current.get("speedup", 0.0)):
         return dict(update)
     return current

@@ -1,4 +1,9 @@
-"""verifier (no LLM): compile, check and time the candidate in the sandbox; record the attempt."""
+"""verifier (no LLM): compile, check and time the candidate in the sandbox; record the attempt.
+
+The current historical best is timed in the same sandbox run (interleaved with the reference and
+the candidate), so the result carries the acceptance decision ``is_new_best`` that the profiler
+uses to crown a new best.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +15,15 @@ from pragma.graph.context import Context
 from pragma.graph.state import PragmaState
 from pragma.tools.verify import verify_candidate
 
-ATTEMPT_KEYS = ("status", "message", "speedup", "runtime_ms", "ref_runtime_ms", "max_abs_diff",
-                "mean_abs_diff", "wall_s", "num_threads")
+ATTEMPT_KEYS = ("status", "message", "speedup", "speedup_ci", "runtime_ms", "ref_runtime_ms", "max_abs_diff",
+                "mean_abs_diff", "wall_s", "num_threads", "is_new_best", "speedup_vs_best", "is_suspicious")
 
 
 def verifier(state: PragmaState, runtime: Runtime[Context]) -> dict:
     candidate = state["candidate"]
-    result = verify_candidate(state["problem"]["path"], candidate["code"], runtime.context)
+    best = state.get("best") or {}
+    result = verify_candidate(state["problem"]["path"], candidate["code"], runtime.context,
+                              best_code=best.get("code") or None, best_speedup=float(best.get("speedup", 0.0)))
     attempt = {"iteration": candidate["iteration"], "origin": candidate.get("origin", ""),
                "code_sha256": hashlib.sha256(candidate["code"].encode()).hexdigest(),
                "code": candidate["code"], **{k: result[k] for k in ATTEMPT_KEYS}}
