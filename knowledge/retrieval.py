@@ -131,9 +131,6 @@ def find(query: str, backend: str | None = None, bottleneck: str | None = None, 
 def context_for_profile(profiles: list[dict[str, Any]], backend: str, max_chars: int) -> str:
     """Knowledge section for the Conductor: entries for the metrics the profiles hold, led by
     those that bear on the diagnosed bottleneck, then what else diagnoses it; at most ``max_chars``."""
-    if max_chars <= 0:
-        return ""
-    index, _, note = load_index()
     names: list[str] = []
     labels: list[str] = []
     for p in profiles:
@@ -142,6 +139,9 @@ def context_for_profile(profiles: list[dict[str, Any]], backend: str, max_chars:
         names += [n for n in p.get("metrics", {}) if n not in names]
         if p.get("bottleneck") not in (None, "unknown") and p["bottleneck"] not in labels:
             labels.append(p["bottleneck"])
+    if max_chars <= 0 or not (names or labels):
+        return ""  # nothing profiled (e.g. the no-profile agent mode): no store access at all
+    index, _, note = load_index()
     present: list[MetricEntry] = []
     for n in names:
         present += index.lookup(n, backend, fuzzy=True)[:1]

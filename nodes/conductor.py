@@ -1,16 +1,29 @@
-"""conductor (LLM): compare the candidate's profile with the best's and plan the next step."""
+"""conductor (LLM): compare the candidate's profile with the best's and plan the next step.
+
+The prompt carries a bounded <profiler_knowledge> section: compendium entries for the metrics the
+profiles hold and for the diagnosed bottleneck. Models that support tool calling may also look up
+any other metric with ``lookup_profiler_metric`` before answering.
+"""
 
 from __future__ import annotations
 
+import logging
+import time
+from typing import Any
+
+from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from pragma.graph.context import Context
-from pragma.graph.state import PragmaState
-from pragma.nodes import prompts, structured
+from pragma.graph.state import PragmaState, add_usage
+from pragma.nodes import chat, llm, prompts, structured
 from pragma.tools.extract import strip_reasoning
 from pragma.tools.profilers.bottleneck import VOCABULARY
 from pragma.tools.profilers.cpu import render_profile
+
+log = logging.getLogger(__name__)
+_NO_TOOLS: set[str] = set()  # model specs whose server refused tools once: not offered again
 
 
 class ConductorGuidance(BaseModel):
@@ -29,24 +42,103 @@ def _history(attempts: list[dict]) -> str:
     return "\n".join(f"attempt {a['iteration']}: {a['status']}, speedup {a['speedup']:.3f}x" for a in attempts)
 
 
+def knowledge_section(profiles: list[dict[str, Any]], ctx: Context) -> str:
+    """Compendium entries for the prompt; a failure here never costs the run its Conductor."""
+    try:
+        from pragma.knowledge.retrieval import context_for_profile
+
+        return context_for_profile(profiles, ctx.backend, ctx.knowledge_max_chars)
+    except Exception as exc:
+        log.warning("profiler knowledge unavailable: %s", exc)
+        return f"(profiler knowledge unavailable: {str(exc)[:200]})"
+
+
+def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    return {"usage": add_usage(a.get("usage"), b.get("usage")), "log": a.get("log", []) + b.get("log", [])}
+
+
+def _tool_round(ctx: Context, system: str, human: str, attempt: int) -> tuple[Any, dict[str, Any]] | None:
+    """Offer lookup_profiler_metric to a tool-capable model. Returns (reply, state update), or
+    None when tools cannot be used (model without tool support, refused by the server, disabled)."""
+    spec = chat.model_spec("conductor", ctx)
+    if ctx.knowledge_tool_calls <= 0 or spec in _NO_TOOLS or spec.startswith("replay:"):
+        return None
+    from pragma.knowledge.tool import lookup_profiler_metric
+
+    model = llm.load_chat_model(spec, role="conductor", timeout_s=ctx.llm_timeout_s)
+    try:
+        bound = model.bind_tools([lookup_profiler_metric])
+    except NotImplementedError:
+        return None
+    start = time.monotonic()
+    try:
+        reply = bound.invoke([SystemMessage(system), HumanMessage(human)])
+    except Exception as exc:
+        if llm.is_transient(exc):
+            raise  # the node's retry policy handles timeouts and rate limits
+        _NO_TOOLS.add(spec)
+        log.warning("conductor model %s refused tool calling (%s); continuing without tools", spec, exc)
+        return None
+    usage = {**llm.usage_of(reply, "conductor"), "llm_wall_s": time.monotonic() - start}
+    text = reply.content if isinstance(reply.content, str) else str(reply.content)
+    entry = {"role": "conductor", "node": "conductor-tools", "attempt": attempt, "reply": text[:chat.LOG_TEXT_CHARS],
+             "tool_calls": [c.get("args", {}) for c in reply.tool_calls or []],
+             "input_tokens": usage["input_tokens"], "output_tokens": usage["output_tokens"]}
+    return reply, {"usage": usage, "log": [entry]}
+
+
+def _lookups(reply: Any, limit: int) -> str:
+    from pragma.knowledge.tool import lookup_profiler_metric
+
+    parts = []
+    for call in (reply.tool_calls or [])[:limit]:
+        args = call.get("args", {})
+        try:
+            answer = lookup_profiler_metric.invoke(args)
+        except Exception as exc:  # a malformed call is answered, not fatal
+            answer = f"lookup failed: {exc}"
+        parts.append(f'<lookup query="{args.get("query", "")}">\n{answer}\n</lookup>')
+    return "\n".join(parts)
+
+
+def decide(ctx: Context, system: str, human: str, attempt: int,
+           tools: bool = True) -> tuple[ConductorGuidance | None, str, dict]:
+    """One Conductor decision: optional tool round, then the structured answer."""
+    first = _tool_round(ctx, system, human, attempt) if tools else None
+    if first is None:
+        return structured.ask_structured("conductor", ctx, system, human, attempt, "conductor", ConductorGuidance)
+    reply, update = first
+    if not reply.tool_calls:
+        text = reply.content if isinstance(reply.content, str) else str(reply.content)
+        if (parsed := parse_guidance(text)) is not None:
+            return parsed, text, update
+    else:
+        human = f"{human}\n<knowledge_lookups>\n{_lookups(reply, ctx.knowledge_tool_calls)}\n</knowledge_lookups>\n"
+    parsed, text, more = structured.ask_structured("conductor", ctx, system, human, attempt, "conductor",
+                                                   ConductorGuidance)
+    return parsed, text, _merge(update, more)
+
+
 def conductor(state: PragmaState, runtime: Runtime[Context]) -> dict:
     candidate, result, best = state["candidate"], state["verification"], state.get("best") or {}
     profile = state.get("profile") or {}
-    # N-PRAGMA: the same Conductor, shown only correctness and time (str.format ignores extra keys).
+    # N-PRAGMA: the same Conductor, shown only correctness and time (str.format ignores extra keys),
+    # and no profiler knowledge or lookup tool either.
     no_profile = runtime.context.agent_mode == "no-profile"
     template = prompts.CONDUCTOR_HUMAN_NO_PROFILE if no_profile else prompts.CONDUCTOR_HUMAN
-    human = template.format(runtime_ms=result["runtime_ms"], ref_runtime_ms=result["ref_runtime_ms"],
-        attempt=candidate["iteration"], name=state["problem"]["name"], source=state["problem"]["source"],
+    knowledge = "" if no_profile else knowledge_section([profile, best.get("profile") or {}], runtime.context)
+    human = template.format(
+        runtime_ms=result["runtime_ms"], ref_runtime_ms=result["ref_runtime_ms"], attempt=candidate["iteration"], name=state["problem"]["name"], source=state["problem"]["source"],
         hardware=state.get("hardware", ""), history=_history(state.get("attempts", [])),
         iteration=candidate["iteration"], speedup=result["speedup"], code=candidate["code"],
         profile=render_profile(profile), best_iteration=best.get("iteration", 0),
         best_speedup=best.get("speedup", 0.0), best_code=best.get("code", ""),
         best_profile=render_profile(best.get("profile") or {}), diff=profile.get("diff_vs_best", ""),
+        knowledge=knowledge,
     )
     system_template = prompts.CONDUCTOR_SYSTEM_NO_PROFILE if no_profile else prompts.CONDUCTOR_SYSTEM
     system = system_template.format(vocabulary=", ".join(VOCABULARY))
-    parsed, text, update = structured.ask_structured("conductor", runtime.context, system, human,
-                                                     candidate["iteration"], "conductor", ConductorGuidance)
+    parsed, text, update = decide(runtime.context, system, human, candidate["iteration"], tools=not no_profile)
     if parsed is None:
         # Free text is still useful guidance; it just carries no stop flag or metric requests.
         guidance = {"mode": "optimize", "text": strip_reasoning(text), "bottleneck": "unknown",
