@@ -165,12 +165,19 @@ MEMORY_LIMIT = _rule(
 
 # --- static layer -----------------------------------------------------------------------------
 
-STATIC_RULES = tuple(name for name, r in RULES.items() if "static" in r.layers)
+# Most specific first: the first failing rule names the rejection, and a pasted reference Model
+# or a try/except fallback also calls torch, which is the less telling finding.
+_SPECIFIC_FIRST = ("no_reference_model", "no_try_fallback", "no_tensor_subclass", "no_monkeypatching",
+                   "no_introspection", "no_dynamic_code", "no_network", "no_filesystem_writes",
+                   "no_threads_or_processes", "no_state_across_calls", "no_fast_math", "fp_environment",
+                   "no_precision_downgrade", "thread_budget", "no_library_compute")
+STATIC_RULES = tuple(sorted((name for name, r in RULES.items() if "static" in r.layers),
+                            key=lambda n: _SPECIFIC_FIRST.index(n) if n in _SPECIFIC_FIRST else len(_SPECIFIC_FIRST)))
 
 # torch functions that allocate, describe or build; everything else under torch.* is compute.
 TORCH_ALLOWED_CALLS = frozenset({
     "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full",
-    "full_like", "tensor", "as_tensor", "from_numpy", "Size", "device", "dtype", "finfo", "iinfo",
+    "full_like", "tensor", "as_tensor", "from_numpy", "frombuffer", "Size", "device", "dtype", "finfo", "iinfo",
     "no_grad", "inference_mode", "is_tensor", "get_num_threads", "numel", "manual_seed",
     "utils.cpp_extension.load_inline", "utils.cpp_extension.load", "nn.Module", "nn.Parameter",
     "nn.ParameterList", "nn.ModuleList", "nn.ModuleDict", "nn.init.calculate_gain",
@@ -244,6 +251,7 @@ _CPP_RULES = {
         r"symlink|link)\s*\(|std::(ofstream|fstream|filesystem)\b"),
     NO_NETWORK: re.compile(r"(?<![\w:.>])(socket|connect|getaddrinfo)\s*\("),
     NO_FAST_MATH: re.compile(r"fast-math|Ofast|unsafe-math|finite-math-only|associative-math|reciprocal-math"),
+    THREAD_BUDGET: re.compile(r"\bomp_set_num_threads\b|\b(setenv|putenv)\s*\("),
     NO_PRECISION_DOWNGRADE: re.compile(
         r"\b(_Float16|__fp16|__bf16|float16_t|bfloat16_t|__half|__nv_bfloat16)\b|"
         r"\b(at|c10)::(Half|BFloat16)\b|cvtps_ph|cvtneps|cvtne2ps|dpbf16"),
@@ -270,7 +278,6 @@ class _Scanner(ast.NodeVisitor):
         self.module_names: set[str] = set()  # names assigned at module level
         self.has_kernel = False
         self._func_stack: list[ast.AST] = []
-        self._class_depth = 0
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 for a in node.names:
@@ -283,6 +290,8 @@ class _Scanner(ast.NodeVisitor):
                 if (self.qualname(node.value.func) or "") in LOADERS:
                     self.lib_handles.update(k for t in node.targets if (k := self._handle_key(t)))
         for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.module_names.add(node.name)  # function attributes can hold a cache too
             targets = node.targets if isinstance(node, ast.Assign) else (
                 [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
             for t in targets:
@@ -353,9 +362,7 @@ class _Scanner(ast.NodeVisitor):
                 self.add(NO_REFERENCE_MODEL, node, f"class {node.name} subclasses the reference Model")
             if q in ("torch.Tensor", "torch._C.TensorBase", "torch._C._TensorBase") or last == "Tensor":
                 self.add(NO_TENSOR_SUBCLASS, node, f"class {node.name} subclasses torch.Tensor")
-        self._class_depth += 1
         self.generic_visit(node)
-        self._class_depth -= 1
 
     def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         if node.name in ("__torch_function__", "__torch_dispatch__"):
@@ -403,7 +410,7 @@ class _Scanner(ast.NodeVisitor):
             while isinstance(root, (ast.Attribute, ast.Subscript)):
                 root = root.value
             if self._in_stateful_method() and isinstance(root, ast.Name):
-                if root.id == "self" or (root.id in self.module_names and isinstance(target, ast.Subscript)):
+                if root.id == "self" or root.id in self.module_names:
                     self.add(NO_STATE_ACROSS_CALLS, node, f"stores into {ast.unparse(target)} during a call")
 
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -503,6 +510,8 @@ class _Scanner(ast.NodeVisitor):
         name = func.attr
         if self._rooted_at_handle(func.value):
             return  # a call into the candidate's own compiled library
+        if isinstance(func.value, ast.Name) and func.value.id == "self" and name in TENSOR_COMPUTE_METHODS:
+            return  # self.<submodule>(x): its forward is the candidate's own code (checked at runtime)
         if name in TENSOR_COMPUTE_METHODS:
             self.add(NO_TORCH_COMPUTE, node, f"calls .{name}() (torch compute on a tensor)")
         if name in ("half", "bfloat16") and not self.problem_is_half:
@@ -577,7 +586,7 @@ def static_checks(code: str, problem_source: str = "") -> list[dict[str, str]]:
     scanner = _Scanner(tree, problem_is_half)
     scanner.visit(tree)
     cpp, other = _string_constants(tree)
-    found = scanner.found + _cpp_findings(cpp, problem_is_half) + _flag_findings(other + cpp)
+    found = scanner.found + _cpp_findings(cpp, problem_is_half) + _flag_findings(other + [strip_cpp_comments(c) for c in cpp])
     if not scanner.has_kernel:
         found.append((HAS_COMPILED_KERNEL, "no call to load_cpp, load_inline or cpp_extension.load"))
     checks = []
