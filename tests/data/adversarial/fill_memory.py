@@ -9,7 +9,7 @@ settings: memory_limit_bytes=3221225472
 import ctypes
 
 import torch
-from pragma_cext import load_cpp, ptr
+from pragma_cext import load_cpp
 from torch import nn
 
 CPP_SOURCE = r"""
