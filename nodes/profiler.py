@@ -7,6 +7,7 @@ from langgraph.runtime import Runtime
 
 from pragma.graph.context import Context
 from pragma.graph.state import PragmaState
+from pragma.tools import hardware
 from pragma.tools.profilers import cpu, diff
 
 
@@ -20,13 +21,18 @@ def profiler(state: PragmaState, runtime: Runtime[Context]) -> dict:
         return {"profile": skipped, "best": {
             "iteration": candidate["iteration"], "code": candidate["code"], "speedup": result["speedup"],
             "runtime_ms": result["runtime_ms"], "ref_runtime_ms": result["ref_runtime_ms"], "profile": skipped}}
+    # Metrics the Conductor asked for last time are collected now (validated in profilers/extra.py).
     extra = (state.get("guidance") or {}).get("extra_metrics") or []
     profile = cpu.profile_candidate(state["problem"]["path"], candidate["code"], runtime.context, extra)
     best = state.get("best") or {}
-    rows = diff.diff_profiles(best.get("profile"), profile)
-    profile = {**profile, "diff_vs_best": diff.render_diff(rows, best.get("profile"), profile),
+    delta = diff.diff_profiles(best.get("profile"), profile)
+    profile = {**profile, "diff": delta, "diff_vs_best": diff.render_diff(delta, best.get("iteration")),
                "iteration": candidate["iteration"]}
     update: dict = {"profile": profile}
+    # The first profile measures the machine's peaks; from then on the prompts' summary shows them.
+    summary = hardware.render_spec(hardware.cpu_spec(), runtime.context.num_threads)
+    if summary != state.get("hardware"):
+        update["hardware"] = summary
     update["best"] = {"iteration": candidate["iteration"], "code": candidate["code"],
                       "speedup": result["speedup"], "runtime_ms": result["runtime_ms"],
                       "ref_runtime_ms": result["ref_runtime_ms"], "profile": profile}
