@@ -1,5 +1,5 @@
 """profiler (no LLM): profile the verified candidate, diff it against the historical best, and
-crown it as the new best when it is faster (so the best always carries its profile)."""
+crown it as the new best when the verifier accepted it (so the best always carries its profile)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,25 @@ from pragma.tools import hardware
 from pragma.tools.profilers import cpu, diff
 
 
+def _best_update(candidate: dict, result: dict, profile: dict) -> dict | None:
+    """The ``best`` update for this candidate, or None when the verifier did not accept it.
+
+    Acceptance is the verifier's (``is_new_best``): correct, re-checked on held-out inputs, and the
+    95% CI of its speedup over the current best (timed in the same run) excludes 1.0; the first
+    correct candidate when there is no best. Results without a decision fall back to keep_best's
+    speedup comparison.
+    """
+    decision = result.get("is_new_best")
+    if decision is False:
+        return None
+    update = {"iteration": candidate["iteration"], "code": candidate["code"], "speedup": result["speedup"],
+              "speedup_ci": result.get("speedup_ci", [0.0, 0.0]), "runtime_ms": result["runtime_ms"],
+              "ref_runtime_ms": result["ref_runtime_ms"], "profile": profile}
+    if decision is True:
+        update["is_new_best"] = True
+    return update
+
+
 def profiler(state: PragmaState, runtime: Runtime[Context]) -> dict:
     candidate, result = state["candidate"], state["verification"]
     if runtime.context.agent_mode != "pragma":
@@ -18,9 +37,8 @@ def profiler(state: PragmaState, runtime: Runtime[Context]) -> dict:
         skipped = {"status": "skipped", "reason": f"agent_mode={runtime.context.agent_mode}: not profiled",
                    "sources": [], "confidence": "none", "metrics": {}, "bottleneck": "unknown",
                    "iteration": candidate["iteration"]}
-        return {"profile": skipped, "best": {
-            "iteration": candidate["iteration"], "code": candidate["code"], "speedup": result["speedup"],
-            "runtime_ms": result["runtime_ms"], "ref_runtime_ms": result["ref_runtime_ms"], "profile": skipped}}
+        crowned = _best_update(candidate, result, skipped)
+        return {"profile": skipped, **({"best": crowned} if crowned else {})}
     # Metrics the Conductor asked for last time are collected now (validated in profilers/extra.py).
     extra = (state.get("guidance") or {}).get("extra_metrics") or []
     profile = cpu.profile_candidate(state["problem"]["path"], candidate["code"], runtime.context, extra)
@@ -33,7 +51,6 @@ def profiler(state: PragmaState, runtime: Runtime[Context]) -> dict:
     summary = hardware.render_spec(hardware.cpu_spec(), runtime.context.num_threads)
     if summary != state.get("hardware"):
         update["hardware"] = summary
-    update["best"] = {"iteration": candidate["iteration"], "code": candidate["code"],
-                      "speedup": result["speedup"], "runtime_ms": result["runtime_ms"],
-                      "ref_runtime_ms": result["ref_runtime_ms"], "profile": profile}
+    if crowned := _best_update(candidate, result, profile):
+        update["best"] = crowned
     return update
