@@ -79,6 +79,8 @@ def verify(
     problem: Path = typer.Argument(..., help="KernelBench-format problem file (Model, get_inputs, get_init_inputs)."),
     candidate: Path = typer.Argument(..., help="Python module defining ModelNew."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    best: Path | None = typer.Option(None, "--best", help="The current best ModelNew: timed in the same "
+                                     "rounds; is_new_best says whether CANDIDATE beats it significantly."),
     setting: list[str] = typer.Option([], "--set", help=SETTINGS_HELP),
 ) -> None:
     """Compile, check and time CANDIDATE against PROBLEM's reference in the sandbox."""
@@ -87,7 +89,8 @@ def verify(
     ctx = _context(setting)
     prob = _problem(problem)
     code = _read_candidate(candidate)
-    result = verify_candidate(prob["path"], code, ctx)
+    best_code = _read_candidate(best) if best else None
+    result = verify_candidate(prob["path"], code, ctx, best_code=best_code)
     if result.get("failed_phase") == "load_problem":
         raise UserError(f"{prob['path']}: the reference fails to load: {result['message'].splitlines()[0][:300]}")
     if as_json:
@@ -95,8 +98,16 @@ def verify(
     else:
         line = f"{result['status']}: {result['message']}"
         if result["status"] == "ok":
-            line += (f"\nspeedup {result['speedup']:.3f}x  candidate {result['runtime_ms']:.4f} ms  "
-                     f"reference {result['ref_runtime_ms']:.4f} ms  (medians, {result['num_threads']} thread(s))")
+            low, high = result["speedup_ci"]
+            line += (f"\nspeedup {result['speedup']:.3f}x (95% CI {low:.3f}-{high:.3f})  candidate "
+                     f"{result['runtime_ms']:.4f} ms  reference {result['ref_runtime_ms']:.4f} ms  "
+                     f"(medians of {len(result['samples_ms']['candidate'])}, {result['num_threads']} thread(s))")
+            if best_code:
+                low, high = result["speedup_vs_best_ci"]
+                line += f"\nvs best {result['speedup_vs_best']:.3f}x (95% CI {low:.3f}-{high:.3f}): {result['acceptance']}"
+        warned = [c["rule"] for c in result["checks"] if c["verdict"] == "warn"]
+        if warned:
+            line += f"\nwarnings: {', '.join(warned)}"
         out.print(line)
     raise typer.Exit(0 if result["status"] == "ok" else 1)
 
