@@ -16,6 +16,7 @@ import warnings
 from dataclasses import asdict, dataclass
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 from langchain_core.documents import Document
 from langchain_text_splitters import RecursiveCharacterTextSplitter
@@ -83,12 +84,15 @@ def _cache_dir(source: Source) -> Path:
     return paths.raw_dir() / hashlib.sha256(source.label.encode()).hexdigest()[:16]
 
 
-def _fetch_url(source: Source) -> list[Document]:
+def _loaders() -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # langchain-community's sunset notice
-        from langchain_community.document_loaders import RecursiveUrlLoader
+        from langchain_community import document_loaders
+    return document_loaders
 
-    loader = RecursiveUrlLoader(source.target, max_depth=source.max_depth, extractor=html_to_text,
+
+def _fetch_url(source: Source) -> list[Document]:
+    loader = _loaders().RecursiveUrlLoader(source.target, max_depth=source.max_depth, extractor=html_to_text,
                                 timeout=URL_TIMEOUT_S, check_response_status=True, continue_on_failure=True)
     # The loader logs and skips pages it cannot get; an empty result means the source is unreachable.
     docs = [d for d in loader.load() if d.page_content.strip()]
@@ -110,10 +114,8 @@ def _load_cached(cache: Path) -> list[Document] | None:
     index = cache / "index.json"
     if not index.is_file():
         return None
-    from langchain_community.document_loaders import TextLoader
-
     pages = json.loads(index.read_text())
-    return [Document(TextLoader(str(cache / p["file"]), encoding="utf-8").load()[0].page_content,
+    return [Document(_loaders().TextLoader(str(cache / p["file"]), encoding="utf-8").load()[0].page_content,
                      metadata={"source": p["source"]}) for p in pages]
 
 
@@ -138,9 +140,7 @@ def fetch(source: Source, refresh: bool = False) -> list[Document]:
     if source.kind == "url":
         docs = _fetch_url(source)
     elif source.kind == "file":
-        from langchain_community.document_loaders import TextLoader
-
-        docs = TextLoader(source.target, encoding="utf-8").load()
+        docs = _loaders().TextLoader(source.target, encoding="utf-8").load()
     else:
         docs = [Document(_run_local(source), metadata={"source": source.label})]
     _store_cache(cache, docs)

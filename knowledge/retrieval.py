@@ -18,6 +18,7 @@ from pragma.knowledge.schema import MetricEntry, metric_key
 
 log = logging.getLogger(__name__)
 
+BOTTLENECK_EXTRAS = 3
 TOKEN = re.compile(r"[A-Za-z0-9_.%\-]+")
 
 
@@ -142,27 +143,28 @@ def context_for_profile(profiles: list[dict[str, Any]], backend: str, max_chars:
     if max_chars <= 0 or not (names or labels):
         return ""  # nothing profiled (e.g. the no-profile agent mode): no store access at all
     index, _, note = load_index()
+    if note:
+        log.info(note)  # how the store was obtained is for the logs, not for the model
     present: list[MetricEntry] = []
     for n in names:
         present += index.lookup(n, backend, fuzzy=True)[:1]
     related = [e for e in present if set(e.bottlenecks) & set(labels)]
-    others = [e for label in labels for e in index.by_bottleneck(label, backend)]
+    # A few entries that diagnose the label but are not in the profile: candidates for extra_metrics.
+    others = [e for label in labels for e in index.by_bottleneck(label, backend) if e not in present]
     ordered: list[MetricEntry] = []
-    for e in related + others + present:
+    for e in related + others[:BOTTLENECK_EXTRAS] + present:
         if e not in ordered:
             ordered.append(e)
-    lines = [note] if note else []
-    if labels:
-        lines.append(f"Diagnosed bottleneck: {', '.join(labels)}.")
+    lines = [f"Diagnosed bottleneck: {', '.join(labels)}."] if labels else []
     used = sum(len(x) + 1 for x in lines)
-    skipped = 0
+    skipped: list[str] = []
     for e in ordered:
         text = e.brief()
-        if used + len(text) + 1 > max_chars:
-            skipped += 1
+        if used + len(text) + 1 > max_chars - 200:  # room for the closing line
+            skipped.append(e.metric)
             continue
         lines.append(text)
         used += len(text) + 1
     if skipped:
-        lines.append(f"({skipped} more entries left out for space; call lookup_profiler_metric for any metric)")
+        lines.append(f"(left out for space: {', '.join(skipped)}"[:180] + "; lookup_profiler_metric explains any metric)")
     return "\n".join(lines)

@@ -147,3 +147,12 @@ def ensure_store() -> tuple[Any, BuildReport | None]:
 
 def entry_of(metadata: dict[str, Any]) -> MetricEntry:
     return MetricEntry.model_validate(json.loads(metadata["entry_json"]))
+
+
+def status() -> str | None:
+    """One line for `pragma doctor`: what the store holds, or None when it is not built yet."""
+    col = open_collection()
+    if col is None:
+        return None
+    meta = col.metadata or {}
+    return f"{col.count()} entries (content {meta.get('content_sha', '?')}) at {paths.chroma_dir()}"
