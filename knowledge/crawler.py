@@ -94,8 +94,15 @@ def _loaders() -> Any:
 def _fetch_url(source: Source) -> list[Document]:
     loader = _loaders().RecursiveUrlLoader(source.target, max_depth=source.max_depth, extractor=html_to_text,
                                 timeout=URL_TIMEOUT_S, check_response_status=True, continue_on_failure=True)
-    # The loader logs and skips pages it cannot get; an empty result means the source is unreachable.
-    docs = [d for d in loader.load() if d.page_content.strip()]
+    # The loader logs and skips pages it cannot get; an empty result means the source is unreachable
+    # (and CrawlError says so once, so the loader's own warnings are muted).
+    loader_log = logging.getLogger(type(loader).__module__)
+    level = loader_log.level
+    loader_log.setLevel(logging.ERROR)
+    try:
+        docs = [d for d in loader.load() if d.page_content.strip()]
+    finally:
+        loader_log.setLevel(level)
     if not docs:
         raise OSError(f"no page could be loaded from {source.target} (offline or unreachable)")
     return docs
@@ -106,7 +113,7 @@ def _run_local(source: Source) -> str:
     env = {"MANWIDTH": "100", "PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C.UTF-8"}
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, env=env)
     if proc.returncode != 0 or not proc.stdout.strip():
-        raise OSError(f"`{' '.join(argv)}` exited {proc.returncode}: {(proc.stderr.strip() or 'no output')[:200]}")
+        raise OSError(f"`{' '.join(argv)}` exited {proc.returncode}: {(proc.stderr.strip() or 'no output').splitlines()[0][:200]}")
     return proc.stdout
 
 

@@ -38,7 +38,8 @@ class Profiler:
 
 
 def _man(*pages: str) -> tuple[Source, ...]:
-    return tuple(Source("man", p, requires="man") for p in pages)
+    # Optional: distributions often ship a tool without its man page (gcc on Debian slim images).
+    return tuple(Source("man", p, requires="man", optional=True) for p in pages)
 
 
 PROFILERS: dict[str, Profiler] = {p.name: p for p in (
