@@ -1,4 +1,4 @@
-"""Prompts of the consolidation pipeline (data only). ``{schema}`` is MetricEntry's JSON schema."""
+"""Prompts of the consolidation pipeline (data only); ``{vocabulary}`` is the bottleneck vocabulary."""
 
 MAP_SYSTEM = """You turn one segment of profiler documentation into entries of a metric compendium
 used by a performance engineer who reads profiles of CPU and GPU kernels.
