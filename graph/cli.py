@@ -196,6 +196,11 @@ def doctor(setting: list[str] = typer.Option([], "--set", help=SETTINGS_HELP)) -
     raise typer.Exit(1 if any(c.verdict == "fail" for c in checks) else 0)
 
 
+from pragma.eval.cli import eval_app  # noqa: E402  (imports this module's helpers, so it comes last)
+
+app.add_typer(eval_app, name="eval")
+
+
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     from pragma.nodes.llm import LLMError, describe_error

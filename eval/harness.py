@@ -1,0 +1,228 @@
+"""The evaluation harness: every problem of a suite x every mode, in parallel worker processes.
+
+- One job per problem x mode (``job.py``): a graph thread with the checkpointer, mirrored into
+  the results database attempt by attempt.
+- ``--workers N`` processes at a time on this machine, or one Ray task per job (``scale.py``).
+- A hard time budget per job (``problem_budget_s``, summed over resumes): past it the job's
+  process tree is killed and the job recorded as ``budget_exceeded`` with its best so far.
+- Resumable: ``resume_run`` skips finished jobs and continues the others from their
+  checkpoints (interrupted, crashed, killed with the harness, or never started).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from pragma.eval import store, supervise
+from pragma.eval.baselines import machine_fingerprint
+from pragma.eval.db import ResultsDB, loads
+from pragma.eval.job import AGENT_MODES, TORCH_COMPILE, JobSpec
+from pragma.eval.suites import load_suite
+from pragma.graph.context import Context, context_to_dict
+
+log = logging.getLogger(__name__)
+DONE = ("finished", "budget_exceeded")  # never re-run by --resume
+POLL_S = 0.25
+
+
+class HarnessError(ValueError):
+    """Bad input to the harness (unknown run, bad mode): one line, the CLI exits 2."""
+
+
+@dataclass
+class RunSettings:
+    """How a run executes; stored with the run so ``--resume`` repeats it (workers may change)."""
+
+    workers: int = 2
+    problem_budget_s: float = 3600.0
+    results_url: str = ""
+    checkpoint_url: str = ""
+    ray_address: str | None = None
+    torch_compile: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def new_run_id() -> str:
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+
+
+def check_modes(modes: list[str]) -> list[str]:
+    bad = [m for m in modes if m not in AGENT_MODES]
+    if bad:
+        raise HarnessError(f"unknown mode(s) {', '.join(bad)}; use: {', '.join(AGENT_MODES)}")
+    return list(dict.fromkeys(modes)) or ["pragma"]
+
+
+def create_run(suite_dir: str, modes: list[str], ctx: Context, settings: RunSettings, *,
+               overrides: str | None = None, patterns: list[str] | None = None,
+               run_id: str | None = None) -> str:
+    """Register a run (problems loaded and materialized now, so a bad suite fails before any work)."""
+    modes = check_modes(modes)
+    problems = load_suite(suite_dir, overrides, patterns)
+    run_id = run_id or new_run_id()
+    settings.results_url = settings.results_url or store.default_results_url()
+    settings.checkpoint_url = settings.checkpoint_url or store.default_checkpoint_url(run_id)
+    db = ResultsDB(settings.results_url)
+    if db.run(run_id):
+        raise HarnessError(f"run {run_id!r} exists already; continue it with --resume {run_id}")
+    now = time.time()
+    context = {k: v for k, v in context_to_dict(ctx).items() if k != "agent_mode"}
+    db.upsert("eval_runs", {
+        "run_id": run_id, "suite_dir": suite_dir, "overrides_path": overrides or "",
+        "patterns_json": json.dumps(patterns or []), "modes_json": json.dumps(modes),
+        "context_json": json.dumps(context), "settings_json": json.dumps(settings.__dict__),
+        "machine_json": json.dumps(machine_fingerprint()), "status": "created", "created_at": now,
+        "updated_at": now, "wall_s": 0.0})
+    for p in problems:
+        for mode in modes + ([TORCH_COMPILE] if settings.torch_compile else []):
+            db.upsert("eval_problems", {"run_id": run_id, "problem": p.name, "mode": mode, "category": p.category,
+                                        "path": p.path, "sha256": p.sha256, "status": "pending"})
+    return run_id
+
+
+def load_run(run_id: str, results_url: str | None = None) -> tuple[ResultsDB, dict[str, Any]]:
+    db = ResultsDB(results_url or store.default_results_url())
+    row = db.run(run_id)
+    if row is None:
+        raise HarnessError(f"no evaluation run {run_id!r} in {db.url} (see: pragma eval runs)")
+    return db, row
+
+
+def plan(db: ResultsDB, run: dict[str, Any]) -> tuple[list[JobSpec], dict[tuple[str, str], float]]:
+    """Jobs still to do, and the wall time already spent on each."""
+    settings = loads(run["settings_json"], {})
+    context = loads(run["context_json"], {})
+    specs, prior = [], {}
+    for row in db.problems(run["run_id"]):
+        if row["status"] in DONE:
+            continue
+        problem = {"name": row["problem"], "path": row["path"], "source_path": row["path"],
+                   "category": row["category"], "sha256": row["sha256"], "overrides": {}}
+        specs.append(JobSpec(run_id=run["run_id"], problem=problem, mode=row["mode"], context=context,
+                             results_url=settings["results_url"], checkpoint_url=settings["checkpoint_url"],
+                             out_dir=str(store.run_dir(run["run_id"]))))
+        prior[(row["problem"], row["mode"])] = float(row.get("wall_s") or 0.0)
+    # Baselines last: they time eager PyTorch and should not compete with the agents for cores.
+    specs.sort(key=lambda s: (s.mode == TORCH_COMPILE,))
+    return specs, prior
+
+
+class _Progress:
+    """Rich progress: one overall bar and one line per running job (attempts so far, best)."""
+
+    def __init__(self, console: Console, total: int, done: int, max_iterations: int):
+        self.console, self.max_iterations = console, max_iterations
+        self.bars = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                             TimeElapsedColumn(), console=console, auto_refresh=False, transient=False)
+        self.overall = self.bars.add_task("jobs", total=total, completed=done)
+        self.tasks: dict[tuple[str, str], int] = {}
+
+    def __enter__(self) -> _Progress:
+        self.bars.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.bars.stop()
+
+    def started(self, key: tuple[str, str]) -> None:
+        total = 1 if key[1] == TORCH_COMPILE else self.max_iterations
+        self.tasks[key] = self.bars.add_task(f"{key[0]} [{key[1]}]", total=total)
+
+    def update(self, db: ResultsDB, run_id: str) -> None:
+        if self.tasks:
+            rows = db.query("SELECT problem, mode, COUNT(*) AS n, MAX(CASE WHEN status='ok' THEN speedup END) AS best "
+                            "FROM eval_attempts WHERE run_id=? GROUP BY problem, mode", (run_id,))
+            for r in rows:
+                if (task := self.tasks.get((r["problem"], r["mode"]))) is not None:
+                    best = f"best {r['best']:.2f}x" if r["best"] else "no correct kernel yet"
+                    self.bars.update(task, completed=r["n"],
+                                     description=f"{r['problem']} [{r['mode']}] {best}")
+        self.bars.refresh()
+
+    def finished(self, key: tuple[str, str], status: str, db: ResultsDB, run_id: str) -> None:
+        if (task := self.tasks.pop(key, None)) is not None:
+            self.bars.remove_task(task)
+        self.bars.advance(self.overall)
+        row = db.query("SELECT best_speedup, solved, iterations, message FROM eval_problems WHERE run_id=? "
+                       "AND problem=? AND mode=?", (run_id, *key))[0]
+        what = (f"best {row['best_speedup']:.3f}x" if row["solved"] else "no correct kernel")
+        if status not in ("finished",):
+            what += f" ({status}: {row['message'] or ''})"
+        self.console.print(f"{key[0]} [{key[1]}]: {what} after {row['iterations'] or 0} attempt(s)")
+
+
+def execute(run_id: str, console: Console, *, results_url: str | None = None, workers: int | None = None,
+            ray_address: str | None = None, ray_runtime_env: dict[str, Any] | None = None) -> dict[str, int]:
+    """Run every unfinished job of ``run_id``; returns counts of final statuses."""
+    db, run = load_run(run_id, results_url)
+    settings = loads(run["settings_json"], {})
+    specs, prior = plan(db, run)
+    total = len(db.problems(run_id))
+    max_iterations = int(loads(run["context_json"], {}).get("max_iterations", 15))
+    db.set_run_status(run_id, "running")
+    started = time.monotonic()
+    counts: dict[str, int] = {}
+    try:
+        with _Progress(console, total, total - len(specs), max_iterations) as progress:
+            address = ray_address if ray_address is not None else settings.get("ray_address")
+            if address is not None:
+                from pragma.eval.scale import run_on_ray
+
+                counts = run_on_ray(address, specs, prior, float(settings["problem_budget_s"]), db, progress,
+                                    runtime_env=ray_runtime_env)
+            else:
+                counts = _run_local(specs, prior, workers or int(settings.get("workers", 2)),
+                                    float(settings["problem_budget_s"]), db, progress)
+    finally:
+        unfinished = [r for r in db.problems(run_id) if r["status"] not in DONE]
+        db.set_run_status(run_id, "finished" if not unfinished else "incomplete", time.monotonic() - started)
+    return counts
+
+
+def _run_local(specs: list[JobSpec], prior: dict[tuple[str, str], float], workers: int, budget_s: float,
+               db: ResultsDB, progress: _Progress) -> dict[str, int]:
+    pending = deque(specs)
+    running: dict[tuple[str, str], supervise.Running] = {}
+    counts: dict[str, int] = {}
+    last_poll = 0.0
+    try:
+        while pending or running:
+            while pending and len(running) < max(1, workers):
+                spec = pending.popleft()
+                running[spec.key] = supervise.start(spec, prior.get(spec.key, 0.0))
+                progress.started(spec.key)
+            for key, job in list(running.items()):
+                if job.exit_code() is not None:
+                    job.process.join()
+                    status = supervise.settle(db, job)
+                elif budget_s and job.prior_wall_s + job.elapsed_s() > budget_s:
+                    supervise.kill_tree(job.pid)
+                    job.process.join()
+                    status = supervise.settle(db, job, killed_for_budget=budget_s)
+                else:
+                    continue
+                del running[key]
+                counts[status] = counts.get(status, 0) + 1
+                progress.finished(key, status, db, job.spec.run_id)
+            if time.monotonic() - last_poll > 1.0:
+                last_poll = time.monotonic()
+                if specs:
+                    progress.update(db, specs[0].run_id)
+            time.sleep(POLL_S)
+    except BaseException:
+        # Ctrl-C or an error here: no orphans left computing; the jobs resume from checkpoints.
+        for job in running.values():
+            supervise.kill_tree(job.pid)
+            job.process.join()
+            supervise.settle(db, job, interrupted=True)
+        raise
+    return counts

@@ -1,0 +1,199 @@
+"""One evaluation job: a problem x mode, run as a graph thread with the checkpointer.
+
+A job starts its thread, or continues it from the last checkpoint when one exists (a resumed
+run), and mirrors the thread's attempts into the results database after every node, so a job
+killed at any moment has recorded every attempt the checkpointer holds (a resumed job re-records
+them first). The ``torch.compile`` pseudo-mode measures that baseline instead of running agents.
+
+Runs in a worker process: forked by the local harness, or started as
+``python -m pragma.eval.job SPEC.json`` (Ray tasks). ``PRAGMA_EVAL_SETUP_HOOK=module:function``
+names a function every job process calls first (e.g. to install a chat model, as tests do).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+import socket
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from pragma.eval import baselines, store
+from pragma.eval.db import ResultsDB
+from pragma.graph.context import Context
+
+log = logging.getLogger(__name__)
+AGENT_MODES = ("pragma", "no-profile", "single-agent")
+TORCH_COMPILE = "torch.compile"
+
+
+@dataclass
+class JobSpec:
+    run_id: str
+    problem: dict[str, Any]  # SuiteProblem.to_dict()
+    mode: str  # one of AGENT_MODES, or TORCH_COMPILE
+    context: dict[str, Any]  # Context fields, agent_mode excluded (the mode sets it)
+    results_url: str
+    checkpoint_url: str
+    out_dir: str  # best kernels go to OUT_DIR/best/MODE/
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.problem["name"], self.mode
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> JobSpec:
+        return cls(**json.loads(text))
+
+
+def run_setup_hook() -> None:
+    hook = os.environ.get("PRAGMA_EVAL_SETUP_HOOK", "")
+    if hook:
+        module, _, func = hook.partition(":")
+        getattr(importlib.import_module(module), func)()
+
+
+def _ci(result: dict[str, Any]) -> tuple[float | None, float | None]:
+    ci = result.get("speedup_ci")
+    if isinstance(ci, (list, tuple)) and len(ci) == 2:
+        return float(ci[0]), float(ci[1])
+    return None, None
+
+
+def attempt_rows(spec: JobSpec, state: dict[str, Any], cis: dict[int, tuple]) -> list[dict[str, Any]]:
+    """Rows for every attempt in ``state``, with the tokens of the LLM calls about that attempt
+    (the Coder's call that wrote it and the Conductor/repair call that read its result)."""
+    per_attempt: dict[int, dict[str, float]] = {}
+    for entry in state.get("log", []):
+        acc = per_attempt.setdefault(int(entry.get("attempt", 0)), {})
+        for key in ("input_tokens", "output_tokens", "cost_usd", "wall_s"):
+            acc[key] = acc.get(key, 0.0) + float(entry.get(key, 0.0) or 0.0)
+    rows = []
+    for a in state.get("attempts", []):
+        i = int(a["iteration"])
+        low, high = cis.get(i) or _ci(a)
+        llm = per_attempt.get(i, {})
+        rows.append({
+            "run_id": spec.run_id, "problem": spec.problem["name"], "mode": spec.mode, "iteration": i,
+            "origin": a.get("origin", ""), "status": a["status"], "speedup": float(a.get("speedup", 0.0)),
+            # The verifier's acceptance as a new best (None from verifiers that do not decide).
+            "accepted": None if a.get("is_new_best") is None else int(bool(a["is_new_best"])),
+            "ci_low": low, "ci_high": high, "runtime_ms": float(a.get("runtime_ms", 0.0)),
+            "ref_runtime_ms": float(a.get("ref_runtime_ms", 0.0)), "max_abs_diff": float(a.get("max_abs_diff", 0.0)),
+            "input_tokens": llm.get("input_tokens", 0.0), "output_tokens": llm.get("output_tokens", 0.0),
+            "cost_usd": llm.get("cost_usd", 0.0), "llm_wall_s": llm.get("wall_s", 0.0),
+            "verify_wall_s": float(a.get("wall_s", 0.0)), "message": (a.get("message") or "")[:2000],
+            "recorded_at": time.time()})
+    return rows
+
+
+def _sync(db: ResultsDB, spec: JobSpec, state: dict[str, Any], cis: dict[int, tuple]) -> None:
+    for row in attempt_rows(spec, state, cis):
+        db.upsert("eval_attempts", row)
+
+
+def _base_row(spec: JobSpec) -> dict[str, Any]:
+    p = spec.problem
+    return {"run_id": spec.run_id, "problem": p["name"], "mode": spec.mode, "category": p["category"],
+            "path": p["path"], "sha256": p["sha256"]}
+
+
+def _finish(db: ResultsDB, spec: JobSpec, ctx: Context, state: dict[str, Any], cis: dict[int, tuple]) -> None:
+    from pragma.graph.routing import stop_reason
+    from pragma.tools.export import standalone_source
+
+    best, usage = state.get("best") or {}, state.get("usage") or {}
+    low, high = cis.get(int(best.get("iteration", 0))) or (None, None)
+    if best and low is None:  # a resumed job no longer sees the stream: take it from the attempt row
+        rows = db.query("SELECT ci_low, ci_high FROM eval_attempts WHERE run_id=? AND problem=? AND mode=? "
+                        "AND iteration=?", (spec.run_id, spec.problem["name"], spec.mode, best["iteration"]))
+        if rows:
+            low, high = rows[0]["ci_low"], rows[0]["ci_high"]
+    if best.get("code"):
+        target = Path(spec.out_dir) / "best" / spec.mode / f"{spec.problem['name']}.py"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(standalone_source(best["code"]))
+    db.upsert("eval_problems", {
+        **_base_row(spec), "status": "finished", "solved": int(bool(best)),
+        "best_speedup": float(best.get("speedup", 0.0)), "best_iteration": int(best.get("iteration", 0)),
+        "best_ci_low": low, "best_ci_high": high, "iterations": int(state.get("iteration", 0)),
+        "input_tokens": usage.get("input_tokens", 0.0), "output_tokens": usage.get("output_tokens", 0.0),
+        "cost_usd": usage.get("cost_usd", 0.0), "llm_calls": usage.get("llm_calls", 0.0),
+        "stop_reason": stop_reason(state, ctx) or "", "message": "", "finished_at": time.time()})
+
+
+def _run_agents(spec: JobSpec, db: ResultsDB) -> str:
+    from pragma.graph.builder import compile_app
+
+    ctx = Context(**{**spec.context, "agent_mode": spec.mode})
+    config = {"configurable": {"thread_id": store.thread_id(spec.run_id, spec.mode, spec.problem["name"])}}
+    ref = baselines.reference_timing(spec.problem["path"], spec.problem["sha256"], ctx)
+    if ref.get("status") == "ok":
+        db.upsert("eval_problems", {**_base_row(spec), "ref_ms": ref["ref_ms"]})
+    cis: dict[int, tuple] = {}
+    with store.checkpointer(spec.checkpoint_url) as saver:
+        app = compile_app(saver)
+        snapshot = app.get_state(config)
+        if snapshot.values:
+            _sync(db, spec, snapshot.values, cis)  # what a killed predecessor may not have recorded
+        if not snapshot.values or snapshot.next:
+            graph_input = None if snapshot.values else {"problem": {"path": spec.problem["path"]}}
+            for chunk in app.stream(graph_input, config, context=ctx, stream_mode="updates", durability="sync"):
+                for node, update in chunk.items():
+                    if node == "verifier" and isinstance(update, dict):
+                        result = update.get("verification") or {}
+                        cis[int(update["attempts"][0]["iteration"])] = _ci(result)
+                    if node in ("verifier", "repair", "conductor", "coder"):
+                        _sync(db, spec, app.get_state(config).values, cis)
+        state = app.get_state(config).values
+    _sync(db, spec, state, cis)
+    _finish(db, spec, ctx, state, cis)
+    return "finished"
+
+
+def _run_torch_compile(spec: JobSpec, db: ResultsDB) -> str:
+    ctx = Context(**spec.context)
+    res = baselines.torch_compile_baseline(spec.problem["path"], spec.problem["sha256"], ctx)
+    ok = res.get("status") == "ok"
+    low, high = (res.get("speedup_ci") or [None, None]) if ok else (None, None)
+    db.upsert("eval_problems", {
+        **_base_row(spec), "status": "finished", "solved": int(ok), "best_speedup": float(res.get("speedup", 0.0)),
+        "best_iteration": 1 if ok else 0, "best_ci_low": low, "best_ci_high": high, "iterations": 1,
+        "input_tokens": 0.0, "output_tokens": 0.0, "cost_usd": 0.0, "llm_calls": 0.0,
+        "ref_ms": res.get("eager_ms"), "stop_reason": "baseline",
+        "message": "" if ok else f"unavailable: {res.get('reason', res.get('status'))}", "finished_at": time.time()})
+    return "finished"
+
+
+def run_job(spec: JobSpec) -> str:
+    """Run (or continue) one job to its end; returns the status recorded ('finished' or 'error')."""
+    db = ResultsDB(spec.results_url)
+    db.upsert("eval_problems", {**_base_row(spec), "status": "running", "started_at": time.time(),
+                                "thread_id": store.thread_id(spec.run_id, spec.mode, spec.problem["name"]),
+                                "worker": f"{socket.gethostname()}:{os.getpid()}"})
+    try:
+        return _run_torch_compile(spec, db) if spec.mode == TORCH_COMPILE else _run_agents(spec, db)
+    except Exception as exc:  # recorded for the report; --resume tries the job again
+        line = " ".join(str(exc).split())[:500] or type(exc).__name__
+        log.warning("%s [%s] failed: %s", spec.problem["name"], spec.mode, line, exc_info=True)
+        db.upsert("eval_problems", {**_base_row(spec), "status": "error", "message": f"{type(exc).__name__}: {line}"})
+        return "error"
+
+
+def child_main(spec: JobSpec) -> int:
+    """Entry of a worker process (forked or exec'd)."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    run_setup_hook()
+    return 0 if run_job(spec) == "finished" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(child_main(JobSpec.from_json(Path(sys.argv[1]).read_text())))

@@ -1,0 +1,122 @@
+"""Evaluation metrics over problem outcomes (pure functions; unit-tested on hand-computed values).
+
+Conventions (stated in every report):
+- A problem is *solved* by a mode when its run produced an accepted best kernel: verified correct
+  (including the held-out re-check) and accepted by the verifier. Its *speedup* is that best's
+  speedup over eager PyTorch (median time ratio, same process, interleaved).
+- success rate = solved / problems attempted (failed, crashed and over-budget count as unsolved).
+- fast_p = fraction of all problems solved with speedup > p (KernelBench's fast_p); fast_0 is the
+  success rate.
+- Speedup means are given two ways: over solved problems only (the paper's "speedup", what a
+  correct kernel buys) and over all problems with unsolved ones counted as 1.0x (the user keeps
+  PyTorch when the agent fails). Geometric means and medians likewise; "n/a" when nothing is solved.
+- cost per solved problem = all tokens (or USD) the mode spent on the whole suite / problems solved.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+FAST_THRESHOLDS = (0.0, 1.0, 1.2, 2.0)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    problem: str
+    category: str
+    mode: str
+    solved: bool
+    speedup: float  # the best's speedup; ignored when not solved
+    tokens: float = 0.0
+    cost_usd: float = 0.0
+    iterations: int = 0
+
+
+def geomean(values: Iterable[float]) -> float | None:
+    vals = [v for v in values if v > 0]
+    if not vals:
+        return None
+    return math.exp(sum(math.log(v) for v in vals) / len(vals))
+
+
+def _stats(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"mean": None, "geomean": None, "median": None}
+    return {"mean": sum(values) / len(values), "geomean": geomean(values), "median": statistics.median(values)}
+
+
+def summarize(outcomes: list[Outcome]) -> dict[str, Any]:
+    n = len(outcomes)
+    solved = [o for o in outcomes if o.solved]
+    solved_speedups = [o.speedup for o in solved]
+    all_speedups = [o.speedup if o.solved else 1.0 for o in outcomes]
+    tokens = sum(o.tokens for o in outcomes)
+    cost = sum(o.cost_usd for o in outcomes)
+    return {
+        "problems": n,
+        "solved": len(solved),
+        "success_rate": len(solved) / n if n else 0.0,
+        "fast": {p: (sum(1 for o in solved if o.speedup > p) / n if n else 0.0) for p in FAST_THRESHOLDS},
+        "speedup_solved": _stats(solved_speedups),
+        "speedup_all": _stats(all_speedups),
+        "tokens": tokens,
+        "cost_usd": cost,
+        "tokens_per_solved": tokens / len(solved) if solved else None,
+        "cost_per_solved_usd": cost / len(solved) if solved else None,
+    }
+
+
+def by_key(outcomes: list[Outcome], key: str) -> dict[str, list[Outcome]]:
+    groups: dict[str, list[Outcome]] = {}
+    for o in outcomes:
+        groups.setdefault(getattr(o, key), []).append(o)
+    return groups
+
+
+def by_mode_and_category(outcomes: list[Outcome]) -> dict[str, dict[str, dict[str, Any]]]:
+    return {mode: {cat: summarize(group) for cat, group in sorted(by_key(rows, "category").items())}
+            for mode, rows in by_key(outcomes, "mode").items()}
+
+
+def best_so_far(attempts: list[dict[str, Any]], max_iterations: int) -> dict[str, list[float]]:
+    """Per problem, the historical best's speedup after each attempt (0.0 while there is none).
+
+    ``attempts``: rows with problem, iteration, status, speedup and ``accepted`` (the verifier's
+    new-best decision, None where it made none), for one mode. An accepted attempt becomes the
+    best (so the curve ends at the run's final best); without decisions the fastest correct one
+    does. A run that stopped early keeps its last value for the remaining iterations.
+    """
+    curves: dict[str, list[float]] = {}
+    for problem in sorted({a["problem"] for a in attempts}):
+        rows = {int(a["iteration"]): a for a in attempts if a["problem"] == problem}
+        best, curve = 0.0, []
+        for i in range(1, max_iterations + 1):
+            a = rows.get(i)
+            if a is not None and a["status"] == "ok":
+                accepted = a.get("accepted")
+                if accepted is None:
+                    best = max(best, float(a["speedup"]))
+                elif accepted:
+                    best = float(a["speedup"])
+            curve.append(best)
+        curves[problem] = curve
+    return curves
+
+
+def curve_summary(curves: dict[str, list[float]], n_problems: int) -> dict[str, list[float]]:
+    """Across problems, per iteration: fraction solved so far and geomean speedup (unsolved = 1.0x).
+
+    ``n_problems`` counts problems without any recorded attempt too (they stay unsolved).
+    """
+    length = max((len(c) for c in curves.values()), default=0)
+    solved, geo = [], []
+    for i in range(length):
+        values = [c[i] for c in curves.values()]
+        solved.append(sum(1 for v in values if v > 0) / n_problems if n_problems else 0.0)
+        padded = [v if v > 0 else 1.0 for v in values] + [1.0] * (n_problems - len(values))
+        geo.append(geomean(padded) or 0.0)
+    return {"solved_fraction": solved, "geomean_speedup_all": geo}

@@ -1,0 +1,150 @@
+"""Worker processes for jobs, and the hard per-problem time budget.
+
+A job runs in its own process (forked: it inherits the parent's setup, e.g. an installed chat
+model; or exec'd, for Ray tasks). Past its budget the whole process tree is killed: the job, the
+sandboxes it started (those run in sessions of their own, so killing the group is not enough)
+and anything they forked. The tree is collected before anything is killed, because orphans are
+re-parented and could no longer be found.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from pragma.eval.db import ResultsDB
+from pragma.eval.job import JobSpec, child_main
+
+log = logging.getLogger(__name__)
+_FORK = multiprocessing.get_context("fork")
+
+
+def _children_map() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                # The command name may contain spaces and parentheses: split after the last ')'.
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    return children
+
+
+def descendants(pid: int) -> list[int]:
+    children, found, todo = _children_map(), [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def kill_tree(pid: int) -> int:
+    """SIGKILL ``pid`` and all its descendants; returns how many processes were signalled."""
+    victims = [pid, *descendants(pid)]
+    for p in victims:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            continue
+    return len(victims)
+
+
+def _forked_entry(spec_json: str) -> None:
+    sys.exit(child_main(JobSpec.from_json(spec_json)))
+
+
+@dataclass
+class Running:
+    spec: JobSpec
+    prior_wall_s: float  # spent on this job by earlier (interrupted) runs
+    started: float = field(default_factory=time.monotonic)
+    process: Any = None  # multiprocessing.Process or subprocess.Popen
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self.started
+
+    def exit_code(self) -> int | None:
+        if isinstance(self.process, subprocess.Popen):
+            return self.process.poll()
+        return None if self.process.is_alive() else self.process.exitcode
+
+
+def start(spec: JobSpec, prior_wall_s: float, *, exec_python: bool = False) -> Running:
+    running = Running(spec, prior_wall_s)
+    if exec_python:
+        with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="pragma-job-", delete=False) as f:
+            f.write(spec.to_json())
+        running.process = subprocess.Popen([sys.executable, "-m", "pragma.eval.job", f.name])
+    else:
+        running.process = _FORK.Process(target=_forked_entry, args=(spec.to_json(),), daemon=False)
+        running.process.start()
+    return running
+
+
+def settle(db: ResultsDB, running: Running, *, killed_for_budget: float | None = None,
+           interrupted: bool = False) -> str:
+    """Record how a job process ended; returns the job's final status in the database."""
+    spec = running.spec
+    name, mode = spec.key
+    db.add_wall(spec.run_id, name, mode, running.elapsed_s())
+    base = {"run_id": spec.run_id, "problem": name, "mode": mode, "category": spec.problem["category"],
+            "path": spec.problem["path"], "sha256": spec.problem["sha256"]}
+    if killed_for_budget is not None:
+        db.upsert("eval_problems", {**base, "status": "budget_exceeded", "finished_at": time.time(),
+                                    "message": f"killed after the per-problem budget of {killed_for_budget:.0f} s"})
+        _best_from_attempts(db, spec)
+        return "budget_exceeded"
+    if interrupted:
+        db.upsert("eval_problems", {**base, "status": "interrupted", "message": "the harness was interrupted"})
+        return "interrupted"
+    rows = db.query("SELECT status FROM eval_problems WHERE run_id=? AND problem=? AND mode=?", (spec.run_id, name, mode))
+    status = rows[0]["status"] if rows else "missing"
+    if status == "running":  # the process died without recording an end (a crash, a signal)
+        code = running.exit_code()
+        db.upsert("eval_problems", {**base, "status": "error", "message": f"worker process exited with code {code}"})
+        return "error"
+    return status
+
+
+def _best_from_attempts(db: ResultsDB, spec: JobSpec) -> None:
+    """A job killed for its budget keeps the best correct attempt it had recorded."""
+    name, mode = spec.key
+    rows = db.query("SELECT iteration, speedup, ci_low, ci_high FROM eval_attempts WHERE run_id=? AND problem=? "
+                    "AND mode=? AND status='ok' ORDER BY speedup DESC", (spec.run_id, name, mode))
+    count = db.query("SELECT COUNT(*) AS n FROM eval_attempts WHERE run_id=? AND problem=? AND mode=?",
+                     (spec.run_id, name, mode))[0]["n"]
+    best = rows[0] if rows else {}
+    db.upsert("eval_problems", {
+        "run_id": spec.run_id, "problem": name, "mode": mode, "solved": int(bool(best)),
+        "best_speedup": float(best.get("speedup") or 0.0), "best_iteration": int(best.get("iteration") or 0),
+        "best_ci_low": best.get("ci_low"), "best_ci_high": best.get("ci_high"), "iterations": int(count)})
+
+
+def run_supervised(spec: JobSpec, budget_s: float, prior_wall_s: float = 0.0, poll_s: float = 0.5) -> str:
+    """Run one job to its end or its budget, blocking (a Ray task's body)."""
+    db = ResultsDB(spec.results_url)
+    running = start(spec, prior_wall_s, exec_python=True)
+    while running.exit_code() is None:
+        if budget_s and running.prior_wall_s + running.elapsed_s() > budget_s:
+            kill_tree(running.pid)
+            running.process.wait()
+            return settle(db, running, killed_for_budget=budget_s)
+        time.sleep(poll_s)
+    return settle(db, running)
