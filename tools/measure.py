@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from pragma.tools import guards
+from pragma.tools.anticheat import RULES
 
 WARMUP_MAX_ROUNDS = 10_000  # bounds warm-up by time for very short kernels
 SETTLE_S = 0.02  # how long the first trial waits before checking that the output stopped changing
@@ -128,6 +129,8 @@ class Verdicts:
         self.checks: list[dict[str, str]] = []
 
     def note(self, rule: str, verdict: str, detail: str = "") -> None:
+        if rule not in RULES:  # every verdict must name a documented rule
+            raise KeyError(f"unregistered rule {rule!r}")
         self.checks.append({"rule": rule, "verdict": verdict, "detail": detail[:500]})
 
     def reject(self, rule: str, detail: str) -> dict[str, Any]:

@@ -1,0 +1,118 @@
+"""The sandbox with real candidates: signals, secrets, network, the held-out seed, reported isolation.
+
+Where the machine lacks a facility (namespaces, Landlock) the result says "none: ..." and the
+test that needs it skips with that reason.
+"""
+
+import json
+import os
+import socket
+import threading
+
+import pytest
+from conftest import CANDIDATES, EXAMPLES
+
+from pragma.graph.context import resolve_context
+from pragma.tools import sandbox
+from pragma.tools.verify import verify_candidate
+
+RELU = str(EXAMPLES / "relu.py")
+QUICK = {"timed_calls": 5, "warmup_calls": 1, "warmup_s": 0.0, "correctness_trials": 1}
+RELU_FAST = (CANDIDATES / "relu_fast.py").read_text()
+
+
+def quick(**extra):
+    return resolve_context(**{**QUICK, **extra})
+
+
+def test_isolation_is_reported_layer_by_layer(isolated_data_dir):
+    result = verify_candidate(RELU, RELU_FAST, quick())
+    assert result["status"] == "ok", result["message"]
+    box = result["sandbox"]
+    assert {"environment", "limits", "network", "processes", "filesystem"} <= set(box)
+    assert "address space" in box["limits"] and "file size" in box["limits"]
+    for layer in ("network", "filesystem"):
+        assert box[layer]  # either what applied, or "none: why"
+
+
+def test_abort_in_the_kernel_is_a_result_naming_the_signal(isolated_data_dir):
+    code = RELU_FAST.replace("#include <cstdint>", "#include <cstdint>\n#include <cstdlib>").replace(
+        "#pragma omp parallel for simd schedule(static)", "std::abort();")
+    result = verify_candidate(RELU, code, quick())
+    assert result["status"] == "runtime_error"
+    assert "SIGABRT" in result["message"], result["message"]
+
+
+def test_secrets_and_the_request_never_reach_the_candidate(isolated_data_dir, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-pragma-test-secret")
+    monkeypatch.setenv("PRAGMA_LLM_API_KEY", "sk-pragma-test-secret")
+    spy = ("import os\nprint('ENV', sorted(os.environ), any('secret' in v for v in os.environ.values()))\n"
+           "print('REQUEST_VISIBLE', os.path.exists('request.json'))\n")
+    result = verify_candidate(RELU, spy + RELU_FAST, quick())
+    assert result["status"] == "ok", result["message"]
+    assert "sk-pragma-test-secret" not in result["log_tail"] and "OPENAI_API_KEY" not in result["log_tail"]
+    assert "REQUEST_VISIBLE False" in result["log_tail"]
+    assert "ENV [" in result["log_tail"] and "] False" in result["log_tail"]
+
+
+def test_the_held_out_seed_is_never_reported(isolated_data_dir, monkeypatch):
+    seen = {}
+    real = sandbox.run_worker
+
+    def recording_run_worker(request, **kwargs):  # a spy: the real sandbox still runs
+        seen.update(request)
+        return real(request, **kwargs)
+
+    monkeypatch.setattr(sandbox, "run_worker", recording_run_worker)
+    result = verify_candidate(RELU, RELU_FAST, quick())
+    assert result["status"] == "ok" and result["holdout_ok"]
+    seed = seen["holdout_seed"]
+    assert seed not in (seen["seed"], seen["seed"] + 3000)
+    assert str(seed) not in json.dumps(result)
+
+
+def test_the_network_is_out_of_reach(isolated_data_dir):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    server.settimeout(0.5)
+    port = server.getsockname()[1]
+    accepted = []
+
+    def accept_once():
+        try:
+            accepted.append(server.accept())
+        except OSError:
+            pass
+
+    probe = (f"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
+             "    print('NETWORK reachable')\nexcept OSError as exc:\n    print('NETWORK blocked', exc)\n")
+    waiter = threading.Thread(target=accept_once)
+    waiter.start()
+    result = verify_candidate(RELU, probe + RELU_FAST, quick(static_checks=False))
+    waiter.join()
+    server.close()
+    box = result["sandbox"]
+    if box["network"].startswith("none") and "TCP denied" not in box["filesystem"]:
+        pytest.skip(f"no network isolation here: {box['network']}")
+    assert result["status"] == "ok", result["message"]
+    assert "NETWORK blocked" in result["log_tail"] and not accepted
+
+
+def test_processes_started_by_the_candidate_do_not_outlive_it(isolated_data_dir):
+    # A grandchild in its own session escapes killpg; the PID namespace (or the token sweep) must not.
+    marker = f"sleep 4243.{os.getpid()}"
+    escape = (f"import os\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+              f"        os.execv('/bin/sleep', {marker.split()!r})\n    os._exit(0)\n")
+    result = verify_candidate(RELU, escape + RELU_FAST, quick(static_checks=False))
+    assert result["status"] in ("ok", "rejected"), result["message"]
+    leftovers = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p) == marker]
+    assert leftovers == [], f"left behind: {leftovers}"
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return ""

@@ -1,0 +1,126 @@
+"""Timing statistics, plausibility, correctness helpers and the acceptance of a new best.
+
+Unit tests use synthetic numbers or small tensors; the integration tests compare kernels whose
+speed differs by about 10x (relu_fast vs relu_slow at -O0), so no assertion depends on noise.
+"""
+
+import random
+
+import pytest
+import torch
+from conftest import CANDIDATES, EXAMPLES
+
+from pragma.graph.context import resolve_context
+from pragma.graph.state import keep_best
+from pragma.tools import measure, physical, stats
+from pragma.tools.verify import _accept, empty_result, verify_candidate
+
+RELU = str(EXAMPLES / "relu.py")
+
+
+def noisy(mean_ms: float, n: int = 100, seed: int = 0) -> list[float]:
+    rng = random.Random(seed)
+    return [mean_ms * (1 + 0.05 * rng.random()) + (3 * mean_ms if rng.random() < 0.03 else 0) for _ in range(n)]
+
+
+def test_bootstrap_ci_brackets_the_true_ratio_and_excludes_one_only_when_warranted():
+    low, high = stats.ratio_ci(noisy(2.0, seed=1), noisy(1.0, seed=2))
+    assert 1.9 < low < 2.0 < high < 2.1
+    low, high = stats.ratio_ci(noisy(1.0, seed=3), noisy(1.0, seed=4))
+    assert low < 1.0 < high
+    assert stats.ratio_ci([], []) == (0.0, 0.0)
+
+
+def test_summary_reports_medians_minimums_and_both_speedups():
+    summary = stats.summarize({"reference": [4.0, 4.2, 4.1], "candidate": [2.0, 2.1, 1.9], "best": [3.0, 3.1, 2.9]})
+    assert summary["speedup"] == pytest.approx(4.1 / 2.0)
+    assert summary["runtime_min_ms"] == 1.9 and summary["ref_runtime_min_ms"] == 4.0
+    assert summary["speedup_vs_best"] == pytest.approx(3.0 / 2.0)
+    assert summary["speedup_vs_best_ci"][0] > 1.0
+    assert stats.spread_pct([0.98, 1.0, 1.02]) == pytest.approx(2.0)
+
+
+def ok_result(**over):
+    res = empty_result("ok", "fine")
+    res.update(holdout_ok=True, speedup=2.0, speedup_ci=[1.8, 2.2],
+               samples_ms={"reference": [2.0], "candidate": [1.0], "best": [1.5]})
+    res.update(over)
+    return res
+
+
+@pytest.mark.parametrize("result, has_best, accepted", [
+    (ok_result(), False, True),  # first correct candidate
+    (ok_result(speedup_vs_best_ci=[1.02, 1.2]), True, True),
+    (ok_result(speedup_vs_best_ci=[0.97, 1.2]), True, False),  # noise must not crown a kernel
+    (ok_result(speedup_vs_best_ci=[0.5, 0.8]), True, False),
+    (ok_result(is_suspicious=True), False, False),
+    (ok_result(holdout_ok=False), False, False),
+    (empty_result("mismatch", "wrong"), False, False),
+    (ok_result(samples_ms={"reference": [2.0], "candidate": [1.0]}, speedup_ci=[1.8, 2.2]), True, True),
+])
+def test_acceptance_rule(result, has_best, accepted):
+    decision, reason = _accept(result, has_best, best_speedup=1.5)
+    assert decision is accepted, reason
+    assert reason.startswith("accepted" if accepted else "not accepted")
+
+
+def test_keep_best_obeys_the_verifiers_decision():
+    best = keep_best({}, {"iteration": 3, "speedup": 1.5, "is_new_best": True})
+    # Accepted head-to-head although its speedup over the reference reads lower (older measurement).
+    assert keep_best(best, {"iteration": 4, "speedup": 1.4, "is_new_best": True})["iteration"] == 4
+    assert keep_best(best, {"iteration": 5, "speedup": 9.0, "is_new_best": False}) == best
+    merged = keep_best(best, {"iteration": 3, "profile": {"bottleneck": "memory-bound"}})
+    assert merged["profile"]["bottleneck"] == "memory-bound" and merged["speedup"] == 1.5
+
+
+def test_plausibility_flags_times_below_the_memory_traffic_bound(isolated_data_dir):
+    traffic = 64 * 2**20
+    real = physical.plausibility(traffic, runtime_min_ms=5.0, ref_runtime_min_ms=6.0, num_threads=1)
+    assert real["verdict"] == "pass" and not real["is_suspicious"] and real["bandwidth_bytes_per_s"] > 0
+    absurd = physical.plausibility(traffic, runtime_min_ms=1e-4, ref_runtime_min_ms=6.0, num_threads=1)
+    assert absurd["verdict"] == "warn" and absurd["is_suspicious"]
+    assert absurd["min_time_bound_ms"] > 1e-4
+    # The reference is physical by definition: the bound never calls its own speed impossible.
+    fast_ref = physical.plausibility(traffic, runtime_min_ms=0.5, ref_runtime_min_ms=0.5, num_threads=1)
+    assert not fast_ref["is_suspicious"]
+    assert physical.plausibility(0, 1.0, 1.0, 1)["verdict"] == "skip"
+
+
+def test_compare_handles_dtypes_nans_and_reports_differences():
+    ref = torch.tensor([1.0, float("nan"), 3.0])
+    assert measure.compare(ref, ref.clone(), 1e-4, 1e-4)["ok"]
+    bad = measure.compare(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, float("nan"), 3.0]), 1e-4, 1e-4)
+    assert not bad["ok"] and "NaN/Inf where the reference is finite" in bad["message"]
+    off = measure.compare(torch.ones(4), torch.ones(4) + 1e-3, 1e-4, 1e-4)
+    assert not off["ok"] and off["max_abs_diff"] == pytest.approx(1e-3, rel=1e-3)
+    assert not measure.compare(torch.ones(4), torch.ones(4, dtype=torch.float64), 1e-4, 1e-4)["ok"]
+    assert not measure.compare(torch.ones(4), torch.ones(2, 2), 1e-4, 1e-4)["ok"]
+    # fp16 outputs get the looser half-precision tolerance, fp32 keeps the run's.
+    half = torch.ones(4, dtype=torch.float16)
+    assert measure.compare(half, half + 0.004, 1e-4, 1e-4)["ok"]
+    assert measure.tolerance_for(torch.float32, 1e-4, 1e-4) == (1e-4, 1e-4)
+
+
+def test_degenerate_tolerance_detects_outputs_a_constant_would_match():
+    assert measure.degenerate_tolerance(torch.rand(1000) * 1e-5, 1e-4, 1e-4).startswith("output 0: an all-zeros")
+    assert "constant" in measure.degenerate_tolerance(1.0 + torch.rand(1000) * 1e-5, 1e-4, 1e-4)
+    assert measure.degenerate_tolerance(torch.randn(1000), 1e-4, 1e-4) is None
+
+
+@pytest.mark.parametrize("candidate, best, accepted", [
+    ("relu_fast.py", "relu_slow.py", True),
+    ("relu_slow.py", "relu_fast.py", False),
+])
+def test_head_to_head_against_the_best(isolated_data_dir, candidate, best, accepted):
+    ctx = resolve_context(timed_calls=15, warmup_calls=2, warmup_s=0.2)
+    result = verify_candidate(RELU, (CANDIDATES / candidate).read_text(), ctx,
+                              best_code=(CANDIDATES / best).read_text(), best_speedup=1.0)
+    assert result["status"] == "ok", result["message"]
+    assert set(result["samples_ms"]) == {"reference", "candidate", "best"}
+    assert all(len(v) == 15 for v in result["samples_ms"].values())
+    low, high = result["speedup_vs_best_ci"]
+    assert (low > 1.0) if accepted else (high < 1.0), (low, high)
+    assert result["is_new_best"] is accepted, result["acceptance"]
+    # Warm-up ran by time as well as by count, and the phases are accounted for.
+    assert result["warmup_rounds"] >= 2 and result["warmup_elapsed_s"] >= 0.2
+    assert {"static_checks", "startup", "build", "build_best", "check", "time", "recheck"} <= set(result["phases_s"])
