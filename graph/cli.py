@@ -117,16 +117,20 @@ def profile(
     problem: Path = typer.Argument(..., help="KernelBench-format problem file."),
     candidate: Path = typer.Argument(..., help="Python module defining ModelNew."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
-    events: str = typer.Option("", "--events", help="Extra perf events, comma-separated."),
+    events: str = typer.Option("", "--events", help="Extra perf events, perf metric groups or PRAGMA metric "
+                               "names, comma-separated (e.g. dTLB-load-misses,TopdownL2,sim_d1_misses)."),
     setting: list[str] = typer.Option([], "--set", help=SETTINGS_HELP),
 ) -> None:
-    """Profile CANDIDATE (perf over the kernel region, vectorization report, instruction mix)."""
+    """Profile CANDIDATE: perf over the kernel region (counters, top-down, or software events and
+    callgrind simulation where counters are missing), hot spots, vectorization report, instruction
+    mix, roofline and bottleneck class, with the profile's sources and confidence."""
     from pragma.tools.profilers.cpu import profile_candidate, render_profile
+    from pragma.tools.profilers.extra import split_names
 
     ctx = _context(setting)
     prob = _problem(problem)
     code = _read_candidate(candidate)
-    extra = [e for e in events.split(",") if e.strip()]
+    extra = split_names(events)
     result = profile_candidate(prob["path"], code, ctx, extra)
     if as_json:
         out.print_json(json.dumps(result))

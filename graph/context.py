@@ -67,6 +67,17 @@ class Context:
     num_threads: int = _knob(1, "Threads for both reference and candidate (torch and OpenMP).")
     seed: int = _knob(1234, "Base seed for generated inputs and weights.")
     profile_calls: int = _knob(20, "Kernel calls inside the profiled region.")
+    profile_simulate: Literal["auto", "always", "never"] = _knob(
+        "auto", "Callgrind cache/branch simulation of the kernel: auto = only when perf has no hardware "
+        "counters (about 30-60 s per profile), always, or never."
+    )
+    callgrind_calls: int = _knob(2, "Kernel calls simulated by callgrind (after one warm-up call).")
+    callgrind_timeout_s: float = _knob(300.0, "Wall-clock limit for the callgrind run, seconds.")
+    profile_hotspots: bool = _knob(True, "Sample hot spots of the kernel region with perf record -e cpu-clock.")
+    measure_peaks: bool = _knob(
+        True, "Measure this machine's peak FLOP/s and memory bandwidth once (a few seconds, cached in the "
+        "data dir) for the roofline."
+    )
     knowledge_max_chars: int = _knob(
         6000, "Cap on the profiler-knowledge section of the Conductor's prompt, characters; 0 leaves it out."
     )

@@ -153,7 +153,10 @@ CONDUCTOR_SYSTEM = """You are the Conductor of PRAGMA, a performance engineer wh
 You get the current candidate kernel with its profile, the historical best with its profile, and
 a table of what moved between them. Diagnose the bottleneck of the best kernel from the evidence
 (say which metrics support it and how reliable their source is), then give the Coder the next
-1-3 concrete optimization steps. You may ask for extra perf events for the next profile.
+1-3 concrete optimization steps. Each profile names its sources and a confidence
+(hardware-counters > simulation > static > timing-only). You may ask for extra metrics for the
+next profile in "extra_metrics": perf events (dTLB-load-misses), perf metric groups (TopdownL2), or
+metric names from the profiles (sim_d1_misses switches on the cache simulation).
 
 The <profiler_knowledge> section explains the profiled metrics from PRAGMA's compendium: what
 each means, which bottleneck it reveals and the usual remedies. Read the numbers with it. When

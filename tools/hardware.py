@@ -1,19 +1,39 @@
-"""Static hardware spec of this machine (cores, SIMD level, caches, memory) for prompts.
+"""Hardware spec of this machine for prompts and the roofline.
 
-Measured peaks (bandwidth, FLOP/s) belong to the full CPU profiler; this module reads only
-what the OS reports, so it is cheap enough to call for every run.
+Two parts with different costs:
+
+- ``cpu_spec()``: what the OS reports (cores, SIMD level, cache geometry, memory); cheap, cached
+  per process.
+- ``peaks()``: the machine's measured peak FLOP/s (independent FMA chains at the widest vector
+  width) and memory bandwidth (STREAM-like triad over arrays several times the last-level cache),
+  for one thread and for all cores. Measured once per machine (a few seconds) and cached as JSON
+  in ``data_dir()/hardware/``; ``cached_peaks()`` only reads that file.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
+import logging
 import os
 import platform
+import shutil
+import subprocess
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
+log = logging.getLogger(__name__)
 
-def _read(path: str) -> str:
+PEAKS_VERSION = 1  # bump when the benchmark changes, so stale cached figures are re-measured
+PEAKS_TIMEOUT_S = 120.0
+TRIAD_MIN_ARRAY_BYTES = 32 * 2**20
+TRIAD_MAX_ARRAY_BYTES = 384 * 2**20
+
+
+def _read(path: str | Path) -> str:
     try:
         return Path(path).read_text()
     except OSError:
@@ -28,23 +48,36 @@ def simd_level(flags: set[str]) -> str:
     return "scalar/unknown"
 
 
-def _caches() -> dict[str, int]:
-    caches: dict[str, int] = {}
-    base = Path("/sys/devices/system/cpu/cpu0/cache")
+VECTOR_BITS = {"AVX-512": 512, "AVX2": 256, "AVX": 256, "SSE4.2": 128, "NEON": 128}
+
+
+def _size_bytes(text: str) -> int:
+    text = text.strip()
+    mult = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(text[-1:], 1)
+    digits = text.rstrip("KMG")
+    return int(digits) * mult if digits.isdigit() else 0
+
+
+def cache_levels(base: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> list[dict[str, Any]]:
+    """Cache geometry of cpu0 from sysfs: name (L1d, L1i, L2, L3), size, ways, line size, sets."""
+    levels = []
     for idx in sorted(base.glob("index*")):
-        level = _read(str(idx / "level")).strip()
-        kind = _read(str(idx / "type")).strip()
-        size = _read(str(idx / "size")).strip()
+        level, kind = _read(idx / "level").strip(), _read(idx / "type").strip()
+        size = _size_bytes(_read(idx / "size"))
         if not level or not size:
             continue
-        name = f"L{level}{'d' if kind == 'Data' else 'i' if kind == 'Instruction' else ''}"
-        mult = 1024 if size.endswith("K") else 1024 * 1024 if size.endswith("M") else 1
-        caches[f"{name}_bytes"] = int(size.rstrip("KM")) * mult
-    return caches
+        suffix = "d" if kind == "Data" else "i" if kind == "Instruction" else ""
+        ways = int(_read(idx / "ways_of_associativity").strip() or 0)
+        line = int(_read(idx / "coherency_line_size").strip() or 64)
+        sets = int(_read(idx / "number_of_sets").strip() or 0) or (size // (ways * line) if ways else 0)
+        levels.append({"name": f"L{level}{suffix}", "level": int(level), "type": kind, "size_bytes": size,
+                       "ways": ways, "line_bytes": line, "sets": sets})
+    return levels
 
 
 @functools.lru_cache(maxsize=1)
 def cpu_spec() -> dict[str, Any]:
+    """What the OS reports (no measurement): model, cores, SIMD level, cache geometry, memory."""
     cpuinfo = _read("/proc/cpuinfo")
     model = next((ln.split(":", 1)[1].strip() for ln in cpuinfo.splitlines() if ln.startswith("model name")),
                  platform.processor() or platform.machine())
@@ -52,16 +85,216 @@ def cpu_spec() -> dict[str, Any]:
     flags = set(flags_line.split(":", 1)[1].split()) if ":" in flags_line else set()
     mem_kb = next((int(ln.split()[1]) for ln in _read("/proc/meminfo").splitlines()
                    if ln.startswith("MemTotal")), 0)
+    simd = simd_level(flags)
+    caches = cache_levels()
     return {
         "model": model, "arch": platform.machine(), "cores": os.cpu_count() or 1,
-        "simd": simd_level(flags), "has_fma": "fma" in flags, "memory_bytes": mem_kb * 1024,
-        **_caches(),
+        "simd": simd, "vector_bits": VECTOR_BITS.get(simd, 64), "has_fma": "fma" in flags or "asimd" in flags,
+        "is_virtual_machine": "hypervisor" in flags, "memory_bytes": mem_kb * 1024,
+        **{f"{c['name']}_bytes": c["size_bytes"] for c in caches}, "caches": caches,
     }
 
 
-def render_spec(spec: dict[str, Any], num_threads: int) -> str:
-    caches = ", ".join(f"{k.removesuffix('_bytes')} {v // 1024} KiB" for k, v in spec.items()
-                       if k.endswith("_bytes") and k.startswith("L"))
-    return (f"CPU {spec['model']} ({spec['arch']}), {spec['cores']} cores, SIMD {spec['simd']}"
-            f"{' with FMA' if spec['has_fma'] else ''}; caches: {caches or 'unknown'}; "
+def last_level_cache(spec: dict[str, Any]) -> dict[str, Any] | None:
+    unified = [c for c in spec.get("caches", []) if c["type"] == "Unified"]
+    return max(unified, key=lambda c: c["level"]) if unified else None
+
+
+def machine_key(spec: dict[str, Any]) -> str:
+    """Identifies a machine for the peaks cache: same CPU, core count, memory and caches."""
+    ident = json.dumps([spec["model"], spec["arch"], spec["cores"], spec["simd"],
+                        spec["memory_bytes"] // 2**30, [c["size_bytes"] for c in spec.get("caches", [])],
+                        PEAKS_VERSION])
+    return hashlib.sha256(ident.encode()).hexdigest()[:16]
+
+
+# The peak benchmark. Why these choices:
+# - GCC vector extensions at the machine's widest width (chosen by the -march=native macros), so
+#   the FMA loop runs at full vector width without intrinsics;
+# - 10 independent accumulator chains hide FMA latency on two FMA ports and still fit in 16
+#   registers (AVX2) with the two constant operands;
+# - triad a = b + s*c counts 12 bytes per element (STREAM's convention, no write-allocate), best of
+#   5 passes over arrays several times the last-level cache.
+PEAKS_SOURCE = r"""
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <omp.h>
+
+#if defined(__AVX512F__)
+constexpr int VBYTES = 64;
+#elif defined(__AVX__)
+constexpr int VBYTES = 32;
+#else
+constexpr int VBYTES = 16;
+#endif
+typedef float vf __attribute__((vector_size(VBYTES)));
+constexpr int LANES = VBYTES / 4, CHAINS = 10;
+
+static double now_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+static float fma_loop(long iters, float seed) {
+    vf acc[CHAINS], mul, add;
+    for (int l = 0; l < LANES; ++l) { mul[l] = 0.9999f; add[l] = seed * 1e-3f; }
+    for (int c = 0; c < CHAINS; ++c) for (int l = 0; l < LANES; ++l) acc[c][l] = seed + c;
+    for (long i = 0; i < iters; ++i)
+        for (int c = 0; c < CHAINS; ++c) acc[c] = acc[c] * mul + add;
+    float s = 0.f;
+    for (int c = 0; c < CHAINS; ++c) for (int l = 0; l < LANES; ++l) s += acc[c][l];
+    return s;
+}
+
+static double fma_gflops(int threads, volatile float* sink) {
+    long iters = 1 << 20;
+    double best = 0.0;
+    for (int rep = 0; rep < 4; ++rep) {
+        double t0 = now_s();
+        float s = 0.f;
+        #pragma omp parallel num_threads(threads) reduction(+ : s)
+        s += fma_loop(iters, 1.0f + omp_get_thread_num());
+        double dt = now_s() - t0;
+        *sink += s;
+        double flops = 2.0 * LANES * CHAINS * (double)iters * threads;
+        if (rep > 0 && flops / dt > best) best = flops / dt;
+        if (dt < 0.05) iters *= 4;  // calibrate to ~0.05-0.2 s per measurement
+    }
+    return best / 1e9;
+}
+
+static double triad_gbs(float* a, const float* b, const float* c, long n, int threads) {
+    double best = 1e30;
+    for (int rep = 0; rep < 5; ++rep) {
+        double t0 = now_s();
+        #pragma omp parallel for simd num_threads(threads) schedule(static)
+        for (long i = 0; i < n; ++i) a[i] = b[i] + 3.0f * c[i];
+        double dt = now_s() - t0;
+        if (dt < best) best = dt;
+    }
+    return 3.0 * 4.0 * (double)n / best / 1e9;
+}
+
+int main(int argc, char** argv) {
+    long array_bytes = atol(argv[1]);
+    int cores = atoi(argv[2]);
+    long n = array_bytes / 4;
+    float* a = (float*)aligned_alloc(64, n * 4);
+    float* b = (float*)aligned_alloc(64, n * 4);
+    float* c = (float*)aligned_alloc(64, n * 4);
+    if (!a || !b || !c) { fprintf(stderr, "allocation failed\n"); return 1; }
+    #pragma omp parallel for num_threads(cores) schedule(static)
+    for (long i = 0; i < n; ++i) { a[i] = 0.f; b[i] = 1.f; c[i] = 2.f; }
+    volatile float sink = 0.f;
+    double f1 = fma_gflops(1, &sink), fa = cores > 1 ? fma_gflops(cores, &sink) : f1;
+    double t1 = triad_gbs(a, b, c, n, 1), ta = cores > 1 ? triad_gbs(a, b, c, n, cores) : t1;
+    printf("{\"fma_gflops_1t\": %.3f, \"fma_gflops_all\": %.3f, \"triad_gbs_1t\": %.3f, "
+           "\"triad_gbs_all\": %.3f, \"vector_bytes\": %d, \"check\": %.1f}\n",
+           f1, fa, t1, ta, VBYTES, (double)a[n / 2] + 0.0 * sink);
+    return 0;
+}
+"""
+
+
+def _peaks_path(spec: dict[str, Any]) -> Path:
+    from pragma.graph.context import data_dir
+
+    return data_dir() / "hardware" / f"peaks_{machine_key(spec)}.json"
+
+
+def cached_peaks(spec: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The measured peaks of this machine if they were measured before; never measures."""
+    spec = spec or cpu_spec()
+    text = _read(_peaks_path(spec))
+    try:
+        peaks = json.loads(text) if text else None
+    except ValueError:
+        return None
+    return peaks if isinstance(peaks, dict) and peaks.get("status") == "ok" else None
+
+
+def triad_array_bytes(spec: dict[str, Any]) -> int:
+    """Each of the three triad arrays: together about 4x the last-level cache, within limits."""
+    llc = last_level_cache(spec)
+    want = 4 * (llc["size_bytes"] if llc else 0) // 3
+    cap = max(TRIAD_MIN_ARRAY_BYTES, spec.get("memory_bytes", 0) // 16)
+    return int(min(max(want, TRIAD_MIN_ARRAY_BYTES), TRIAD_MAX_ARRAY_BYTES, cap))
+
+
+def measure_peaks(spec: dict[str, Any] | None = None, timeout_s: float = PEAKS_TIMEOUT_S) -> dict[str, Any]:
+    """Compile and run the peak benchmark now; returns peaks or ``{"status": "unavailable", ...}``."""
+    spec = spec or cpu_spec()
+    compiler = shutil.which(os.environ.get("CXX", "g++"))
+    if compiler is None:
+        return {"status": "unavailable", "reason": "g++ not found: cannot build the peak benchmark"}
+    array_bytes = triad_array_bytes(spec)
+    with tempfile.TemporaryDirectory(prefix="pragma-peaks-") as tmp:
+        src, exe = Path(tmp) / "peaks.cpp", Path(tmp) / "peaks"
+        src.write_text(PEAKS_SOURCE)
+        build = subprocess.run([compiler, "-O3", "-march=native", "-ffp-contract=fast", "-fopenmp",
+                                "-std=c++17", str(src), "-o", str(exe)], capture_output=True, text=True,
+                               timeout=timeout_s)
+        if build.returncode != 0:
+            return {"status": "unavailable", "reason": f"peak benchmark did not compile: {build.stderr[-300:]}"}
+        load = os.getloadavg()[0]
+        t0 = time.monotonic()
+        try:
+            run = subprocess.run([str(exe), str(array_bytes), str(spec["cores"])], capture_output=True,
+                                 text=True, timeout=timeout_s, env={**os.environ, "OMP_PROC_BIND": "false"})
+        except subprocess.TimeoutExpired:
+            return {"status": "unavailable", "reason": f"peak benchmark exceeded {timeout_s:.0f} s"}
+        if run.returncode != 0:
+            return {"status": "unavailable", "reason": f"peak benchmark failed: {run.stderr[-300:]}"}
+    try:
+        figures = json.loads(run.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {"status": "unavailable", "reason": f"peak benchmark printed {run.stdout[-200:]!r}"}
+    figures.pop("check", None)
+    return {"status": "ok", **figures, "cores": spec["cores"], "triad_array_bytes": array_bytes,
+            "measured_s": round(time.monotonic() - t0, 2), "load_avg_1min": round(load, 2),
+            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "model": spec["model"]}
+
+
+def peaks(measure: bool = True, force: bool = False) -> dict[str, Any]:
+    """This machine's peaks: from the cache, else measured once (when ``measure``) and cached."""
+    spec = cpu_spec()
+    if not force and (hit := cached_peaks(spec)):
+        return hit
+    if not measure:
+        return {"status": "unavailable", "reason": "peaks not measured yet on this machine"}
+    log.info("measuring peak FLOP/s and memory bandwidth of this machine (once)")
+    result = measure_peaks(spec)
+    if result["status"] == "ok":
+        path = _peaks_path(spec)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(result, indent=1))
+        os.replace(tmp, path)
+    return result
+
+
+def peaks_for_threads(peak: dict[str, Any], num_threads: int) -> tuple[float, float]:
+    """(GFLOP/s, GB/s) attainable with ``num_threads``: FLOP/s scale with cores, bandwidth saturates."""
+    cores = max(1, int(peak.get("cores", 1)))
+    n = max(1, min(num_threads, cores))
+    f1, fa = peak["fma_gflops_1t"], max(peak["fma_gflops_1t"], peak["fma_gflops_all"])
+    b1, ba = peak["triad_gbs_1t"], peak["triad_gbs_all"]
+    if n == 1 or cores == 1:
+        return f1, b1
+    frac = (n - 1) / (cores - 1)
+    return f1 + frac * (fa - f1), min(max(b1, ba), b1 * n)
+
+
+def render_spec(spec: dict[str, Any], num_threads: int, peak: dict[str, Any] | None = None) -> str:
+    """One short paragraph for prompts; includes measured peaks when they are known."""
+    caches = ", ".join(f"{c['name']} {c['size_bytes'] // 1024} KiB" for c in spec.get("caches", []))
+    text = (f"CPU {spec['model']} ({spec['arch']}{', virtual machine' if spec.get('is_virtual_machine') else ''}), "
+            f"{spec['cores']} cores, SIMD {spec['simd']}{' with FMA' if spec['has_fma'] else ''} "
+            f"({spec.get('vector_bits', 0)}-bit vectors); caches: {caches or 'unknown'}; "
             f"memory {spec['memory_bytes'] / 2**30:.0f} GiB. Kernels run with {num_threads} thread(s).")
+    peak = peak or cached_peaks(spec)
+    if peak and peak.get("status") == "ok":
+        gflops, gbs = peaks_for_threads(peak, num_threads)
+        text += (f" Measured peaks at {num_threads} thread(s): {gflops:.1f} GFLOP/s fp32 (FMA), "
+                 f"{gbs:.1f} GB/s memory bandwidth (triad); ridge point {gflops / gbs:.1f} FLOP/byte.")
+    return text

@@ -1,12 +1,22 @@
 """In-sandbox profiled region: the kernel run ``profile_calls`` times between profiler on/off switches.
 
-Only the worker process imports this module. Profiler-specific switches (perf's control fifo)
-are driven from here so the counts cover the kernel alone, not process start or torch import.
+Only the worker process imports this module. The switches make every tool count the kernel
+alone, not process start, torch import or the build:
+
+- perf (stat or record): ``enable``/``disable`` on perf's ``--control`` fifo, acknowledged;
+- callgrind: client requests from a tiny helper library (``callgrind_helper`` in the request)
+  start instrumentation, warm the simulated caches with one uncounted call, zero the counters,
+  and stop instrumentation after the last call.
+
+It also measures the operation itself (``op_cost``): FLOPs and minimum bytes of the reference
+on the profiled inputs, for the roofline.
 """
 
 from __future__ import annotations
 
+import ctypes
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,32 +25,129 @@ import torch
 
 from pragma.tools.measure import _inputs
 
+# FLOPs per input element for non-matmul ops flop_counter has no formula for (estimates: a
+# transcendental counts as one FLOP). Pointwise ops count one FLOP per output element.
+PER_ELEMENT_FLOPS = {"_softmax": 4, "_log_softmax": 4, "native_layer_norm": 7, "native_batch_norm": 6,
+                     "_native_batch_norm_legit_no_training": 4, "native_group_norm": 7, "_to_copy": 0,
+                     "copy_": 0, "clone": 0}
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
+def _nbytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
+
+
+def operation_cost(problem, seed: int, inputs: list[Any]) -> dict[str, Any]:
+    """FLOPs (torch's formulas for matmul-like ops, estimates otherwise) and compulsory bytes
+    (read every input and parameter once, write every output once) of the reference."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils.flop_counter import flop_registry
+
+    by_op: Counter[str] = Counter()
+    methods: set[str] = set()
+
+    class OpCounter(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            packet, name = func._overloadpacket, func._overloadpacket.__name__
+            first = next(iter(_tensors(list(args))), None)
+            if packet in flop_registry:
+                flops, method = flop_registry[packet](*args, **kwargs, out_val=out), "formula"
+            elif torch.Tag.pointwise in func.tags:
+                flops, method = sum(t.numel() for t in _tensors(out)), "estimate"
+            elif torch.Tag.reduction in func.tags and first is not None:
+                flops, method = first.numel(), "estimate"
+            elif name in PER_ELEMENT_FLOPS and first is not None:
+                flops, method = PER_ELEMENT_FLOPS[name] * first.numel(), "estimate"
+            else:
+                flops, method = 0, ""
+            if flops:
+                by_op[name] += int(flops)
+                methods.add(method)
+            return out
+
+    torch.manual_seed(seed)
+    init_inputs = list(problem.get_init_inputs())
+    torch.manual_seed(seed)
+    model = problem.Model(*init_inputs)
+    args = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+    with torch.no_grad(), OpCounter():
+        out = model(*args)
+    seen: set[int] = set()
+    read_bytes = 0
+    for t in _tensors(args) + list(model.parameters()) + list(model.buffers()):
+        if t.data_ptr() not in seen:
+            seen.add(t.data_ptr())
+            read_bytes += _nbytes(t)
+    write_bytes = sum(_nbytes(t) for t in _tensors(out) if t.data_ptr() not in seen)
+    method = "formula" if methods == {"formula"} else "estimate" if methods == {"estimate"} else \
+        "mixed" if methods else "none"
+    return {"flops": float(sum(by_op.values())), "min_bytes": float(read_bytes + write_bytes),
+            "read_bytes": float(read_bytes), "write_bytes": float(write_bytes), "flops_method": method,
+            "flops_by_op": dict(by_op.most_common(6))}
+
+
+class _Switch:
+    """Turns the requested profiler on and off around the timed calls (no-op without one)."""
+
+    def __init__(self, req: dict[str, Any]):
+        self.ctl = open(req["perf_ctl_fifo"], "w") if req.get("perf_ctl_fifo") else None
+        self.ack = open(req["perf_ack_fifo"]) if req.get("perf_ack_fifo") else None
+        self.cg = ctypes.CDLL(req["callgrind_helper"]) if req.get("callgrind_helper") else None
+        self.cg_region = bool(self.cg and req.get("callgrind_collect_region"))
+
+    def _perf(self, cmd: str) -> None:
+        if self.ctl:
+            self.ctl.write(cmd + "\n")
+            self.ctl.flush()
+            self.ack.readline()  # perf answers "ack" once the counters really switched
+
+    def on(self, warm_call: Callable[[], Any]) -> None:
+        if self.cg:
+            self.cg.pragma_cg_start()
+            warm_call()  # fills the simulated caches, so counts are steady-state per call
+            self.cg.pragma_cg_zero()
+            if self.cg_region:  # no compiled entry point to toggle on: collect the whole loop
+                self.cg.pragma_cg_toggle()
+        self._perf("enable")
+
+    def off(self) -> None:
+        self._perf("disable")
+        if self.cg:
+            if self.cg_region:
+                self.cg.pragma_cg_toggle()
+            self.cg.pragma_cg_stop()
+
 
 def profile_region(req: dict[str, Any], workdir: Path, problem, candidate,
                    announce: Callable[[Path, str], None]) -> dict[str, Any]:
-    """Run the kernel ``profile_calls`` times between perf's enable/disable control commands."""
-    inputs = _inputs(problem, int(req["seed"]) + 4000)
+    """Run the kernel ``profile_calls`` times between the profiler's on/off switches."""
+    seed = int(req["seed"])
+    inputs = _inputs(problem, seed + 4000)
     calls = int(req["profile_calls"])
-    ctl = req.get("perf_ctl_fifo")
-    ack = req.get("perf_ack_fifo")
+    result: dict[str, Any] = {"status": "ok", "message": "profiled", "calls": calls}
+    if req.get("op_cost"):
+        try:
+            result["op_cost"] = operation_cost(problem, seed, inputs)
+        except Exception as exc:  # the roofline is optional; the profile is not
+            result["op_cost_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
     with torch.no_grad():
         for _ in range(int(req["warmup_calls"])):
             candidate(*inputs)
         announce(workdir, "profile")
-        ctl_f = open(ctl, "w") if ctl else None
-        ack_f = open(ack) if ack else None
-
-        def command(cmd: str) -> None:
-            if ctl_f:
-                ctl_f.write(cmd + "\n")
-                ctl_f.flush()
-                ack_f.readline()  # perf answers "ack" once the counters really switched
-
-        command("enable")
+        switch = _Switch(req)
+        switch.on(lambda: candidate(*inputs))
         t0 = time.perf_counter_ns()
         for _ in range(calls):
             candidate(*inputs)
         region_ms = (time.perf_counter_ns() - t0) / 1e6
-        command("disable")
-    return {"status": "ok", "message": "profiled", "region_ms": region_ms, "calls": calls,
-            "per_call_ms": region_ms / max(1, calls)}
+        switch.off()
+    return {**result, "region_ms": region_ms, "per_call_ms": region_ms / max(1, calls)}

@@ -1,4 +1,10 @@
-"""One bottleneck vocabulary shared by every profiler (CPU now, GPU later)."""
+"""One bottleneck vocabulary shared by every profiler (CPU now, GPU later).
+
+``classify_cpu`` looks at the evidence a CPU profile has, strongest first, and returns the primary
+label, its evidence in words, and every signal that fired (so the Conductor sees secondary
+problems too). ``roofline_side`` is backend-neutral: the GPU profiler can call it with its own
+roofline dict.
+"""
 
 from __future__ import annotations
 
@@ -11,20 +17,89 @@ Bottleneck = Literal[
 VOCABULARY: tuple[str, ...] = Bottleneck.__args__  # type: ignore[attr-defined]
 
 OVERHEAD_PER_CALL_MS = 0.05  # below this, Python/ctypes call overhead dominates a CPU kernel
+BAD_SPECULATION_PCT = 20.0  # top-down slots lost to bad speculation
+FRONTEND_BOUND_PCT = 30.0  # top-down slots starved by the frontend
+BRANCH_MISS_PCT = 5.0  # mispredicted share of branches (counters or simulation)
+BRANCHY_SHARE = 0.02  # branches per instruction below which mispredictions cannot matter
+POOR_LOCALITY_TRAFFIC = 4.0  # L1 fills over the operation's compulsory bytes, memory side
+POOR_LOCALITY_TRAFFIC_COMPUTE = 16.0  # ... on the compute side, where reuse is expected
+LOW_ROOF_PCT = 10.0  # a compute-side kernel this far below its roof is not compute-bound
+SCALAR_MEMORY_PCT = 50.0  # a scalar memory-side kernel below this share of bandwidth is held back by scalar code
+CACHE_RESIDENT_PCT = 120.0  # above the DRAM roof: the working set is served from cache
+
+Signal = tuple[str, str]  # (label, evidence)
 
 
-def classify_cpu(metrics: dict[str, dict[str, Any]], vect: dict[str, Any] | None,
-                 mix: dict[str, Any] | None) -> tuple[str, str]:
-    """Best label the available evidence supports, and the evidence in words."""
-    per_call = metrics.get("per_call_ms", {}).get("value")
-    if per_call is not None and per_call < OVERHEAD_PER_CALL_MS:
-        return "latency/overhead-bound", f"{per_call * 1e3:.1f} us per call: call overhead dominates"
-    misses = metrics.get("branch-misses", {}).get("value")
-    branches = metrics.get("branches", {}).get("value")
-    if misses and branches and misses / branches > 0.05:
-        return "bad-speculation", f"{100 * misses / branches:.1f}% of branches mispredicted"
-    if vect and vect.get("loops") and vect["vectorized_loops"] == 0:
-        return "not-vectorized", "the compiler vectorized none of the kernel's loops"
+def _v(metrics: dict[str, dict[str, Any]], name: str) -> float | None:
+    return metrics.get(name, {}).get("value")
+
+
+def roofline_side(roof: dict[str, Any] | None) -> Signal | None:
+    """memory-bound / compute-bound from the side of the ridge point the kernel sits on."""
+    if not roof or roof.get("status") != "ok":
+        return None
+    where = (f"intensity {roof['arithmetic_intensity']:.3g} FLOP/byte vs ridge {roof['ridge_flop_per_byte']:.3g}, "
+             f"{roof['roofline_pct']:.0f}% of attainable")
+    if roof["bound_by"] == "memory":
+        return "memory-bound", f"{where} ({roof['achieved_gbs']:.3g} of {roof['peak_gbs']:.3g} GB/s)"
+    return "compute-bound", f"{where} ({roof['achieved_gflops']:.3g} of {roof['peak_gflops']:.3g} GFLOP/s)"
+
+
+def _is_scalar(vect: dict[str, Any] | None, mix: dict[str, Any] | None) -> str | None:
     if mix and mix.get("scalar_fp", 0) > 0 and mix.get("packed_fp", 0) == 0:
-        return "not-vectorized", "the built kernel contains scalar FP instructions only"
-    return "unknown", "no roofline or counter evidence yet to separate memory- from compute-bound"
+        return "the built kernel contains scalar FP instructions only"
+    if vect and vect.get("loops") and vect.get("vectorized_loops") == 0:
+        return "the compiler vectorized none of the kernel's loops"
+    return None
+
+
+def signals_cpu(metrics: dict[str, dict[str, Any]], roof: dict[str, Any] | None,
+                vect: dict[str, Any] | None, mix: dict[str, Any] | None) -> list[Signal]:
+    """Every label the evidence supports, strongest evidence first."""
+    out: list[Signal] = []
+    per_call = _v(metrics, "per_call_ms")
+    if per_call is not None and per_call < OVERHEAD_PER_CALL_MS:
+        out.append(("latency/overhead-bound", f"{per_call * 1e3:.1f} us per call: call overhead dominates"))
+    if (bad := _v(metrics, "topdown_bad_speculation_pct")) is not None and bad > BAD_SPECULATION_PCT:
+        out.append(("bad-speculation", f"top-down: {bad:.0f}% of slots lost to bad speculation"))
+    if (fe := _v(metrics, "topdown_frontend_bound_pct")) is not None and fe > FRONTEND_BOUND_PCT:
+        out.append(("frontend-bound", f"top-down: {fe:.0f}% of slots frontend bound"))
+    for pct_name, branches, instructions, what in (
+            ("branch_miss_pct", "branches", "instructions", "perf counters"),
+            ("sim_branch_mispredict_pct", "sim_branches", "sim_instructions", "simulation")):
+        pct, nb, ni = _v(metrics, pct_name), _v(metrics, branches), _v(metrics, instructions)
+        if pct is not None and pct > BRANCH_MISS_PCT and (not ni or (nb or 0) / ni > BRANCHY_SHARE):
+            out.append(("bad-speculation", f"{pct:.1f}% of branches mispredicted ({what})"))
+    side = roofline_side(roof)
+    traffic = _v(metrics, "sim_d1_traffic_ratio")
+    if traffic is not None and side:
+        low_compute = side[0] == "compute-bound" and roof["roofline_pct"] < LOW_ROOF_PCT
+        if (side[0] == "memory-bound" and traffic > POOR_LOCALITY_TRAFFIC) or \
+                (low_compute and traffic > POOR_LOCALITY_TRAFFIC_COMPUTE):
+            out.append(("poor-locality", f"L1 fills move {traffic:.1f}x the operation's minimum bytes (simulation)"))
+    if (mem := _v(metrics, "topdown_memory_bound_pct")) is not None and side is None:
+        core = _v(metrics, "topdown_core_bound_pct") or 0.0
+        out.append(("memory-bound" if mem >= core else "compute-bound",
+                    f"top-down level 2: memory bound {mem:.0f}% vs core bound {core:.0f}% of slots"))
+    if scalar := _is_scalar(vect, mix):
+        # Scalar code limits a memory-side kernel when it is far below the DRAM roof, or above it
+        # (the data then comes from cache, whose bandwidth scalar loads cannot use).
+        pct = roof["roofline_pct"] if side else 0.0
+        held_back = side is None or side[0] == "compute-bound" or pct < SCALAR_MEMORY_PCT or pct > CACHE_RESIDENT_PCT
+        if held_back:
+            out.append(("not-vectorized", scalar))
+    if side:
+        if side[0] == "compute-bound" and roof["roofline_pct"] < LOW_ROOF_PCT:
+            out.append(("compute-bound", f"{side[1]}; far below the compute roof"))
+        else:
+            out.append(side)
+    return out
+
+
+def classify_cpu(metrics: dict[str, dict[str, Any]], vect: dict[str, Any] | None, mix: dict[str, Any] | None,
+                 roof: dict[str, Any] | None = None) -> tuple[str, str]:
+    """Best label the available evidence supports, and the evidence in words."""
+    signals = signals_cpu(metrics, roof, vect, mix)
+    if not signals:
+        return "unknown", "no roofline, counter or static evidence separates the bottlenecks"
+    return signals[0]

@@ -1,115 +1,416 @@
-"""CPU profile of a verified candidate: perf over the kernel region, vectorization report, instruction mix.
+"""CPU profile of a verified candidate: the best evidence this machine allows, and what it is.
 
-Confidence ranks the evidence: hardware-counters > static (compiler/binary) > timing-only.
+Runs, each over the kernel region only (tools/region.py switches the tool on and off):
+1. counting: ``perf stat`` (software events everywhere; hardware events and top-down groups where
+   the machine has counters) + the per-call time + the operation's FLOPs/bytes (roofline);
+2. hot spots: ``perf record -e cpu-clock`` (``profile_hotspots``);
+3. simulation: callgrind cache/branch simulation of the kernel calls alone, when hardware
+   counters are missing (``profile_simulate``: auto | always | never) or a simulated metric is
+   requested; its own call count and timeout;
+then static evidence from the build (gcc vectorization report, objdump instruction mix), the
+roofline against the machine's measured peaks, and a bottleneck label.
+
+Confidence ranks the evidence: hardware-counters > simulation > static > timing-only.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import shutil
 import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from pragma.graph.context import Context
-from pragma.tools import sandbox
-from pragma.tools.profilers import bottleneck, instruction_mix, perf_stat, vectorization
+from pragma.graph.context import Context, data_dir
+from pragma.tools import hardware, sandbox
+from pragma.tools.profilers import (
+    bottleneck,
+    callgrind,
+    extra,
+    hotspots,
+    instruction_mix,
+    perf_stat,
+    roofline,
+    topdown,
+    vectorization,
+)
+from pragma.tools.profilers.metrics import metric
 from pragma.tools.verify import build_env, request_for
 
+log = logging.getLogger(__name__)
 
-def _run_region(problem_path: str, code: str, ctx: Context, events: list[str],
-                use_perf: bool = True) -> tuple[dict, dict, list]:
-    """Run the kernel region in the sandbox, under perf stat when perf exists."""
-    notes: list[str] = []
-    fifo_dir = Path(tempfile.mkdtemp(prefix="pragma-perf-"))
-    req = request_for(problem_path, ctx, "profile")
-    prefix: list[str] = []
-    perf_out = fifo_dir / "perf.csv"
-    if use_perf and perf_stat.perf_binary():
-        ctl, ack = fifo_dir / "ctl", fifo_dir / "ack"
+CONFIDENCE_ORDER = ("hardware-counters", "simulation", "static", "timing-only")
+MAX_LOOPS_KEPT = 12
+
+
+class _RunDir:
+    """A private directory for one profiled run: perf fifos and tool output files live here."""
+
+    def __init__(self) -> None:
+        self.path = Path(tempfile.mkdtemp(prefix="pragma-prof-"))
+
+    def fifos(self) -> tuple[str, str]:
+        ctl, ack = self.path / "ctl", self.path / "ack"
         os.mkfifo(ctl)
         os.mkfifo(ack)
-        req.update(perf_ctl_fifo=str(ctl), perf_ack_fifo=str(ack))
-        prefix = perf_stat.command_prefix(str(ctl), str(ack), str(perf_out), events)
-    elif use_perf:
-        notes.append("perf not installed (Debian package linux-perf): no counters, timing only")
-    outcome = sandbox.run_worker(
-        req, compile_timeout_s=ctx.compile_timeout_s, run_timeout_s=ctx.run_timeout_s,
-        memory_limit_bytes=ctx.memory_limit_bytes, num_threads=ctx.num_threads,
-        extra_env=build_env(), files={"candidate.py": code}, command_prefix=prefix,
+        return str(ctl), str(ack)
+
+    def close(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _sandboxed(problem_path: str, code: str, ctx: Context, run_dir: _RunDir, *, prefix: list[str],
+               updates: dict[str, Any], env: dict[str, str] | None = None,
+               timeout_s: tuple[float, float] | None = None, memory_bytes: int | None = None,
+               num_threads: int | None = None) -> sandbox.SandboxOutcome:
+    req = {**request_for(problem_path, ctx, "profile"), **updates}
+    compile_s, run_s = timeout_s or (ctx.compile_timeout_s, ctx.run_timeout_s)
+    # The sandbox lets the worker write only to its own dir and to directories named in its
+    # environment (Landlock); valgrind writes its output from inside the worker process.
+    env = {**build_env(), **(env or {}), "PRAGMA_PROFILE_DIR": str(run_dir.path)}
+    return sandbox.run_worker(
+        req, compile_timeout_s=compile_s, run_timeout_s=run_s,
+        memory_limit_bytes=memory_bytes or ctx.memory_limit_bytes,
+        num_threads=num_threads or ctx.num_threads, extra_env=env,
+        files={"candidate.py": code}, command_prefix=prefix,
     )
-    perf_metrics = perf_stat.parse(perf_out.read_text()) if perf_out.exists() else {}
-    for p in fifo_dir.iterdir():
-        p.unlink()
-    fifo_dir.rmdir()
-    if outcome.result is None and prefix:
-        # perf itself refused (unknown event, paranoid setting): measure without it, say so.
-        region, _, more = _run_region(problem_path, code, ctx, events, use_perf=False)
-        why = (outcome.output_tail.strip().splitlines() or ["no output"])[-1][:200]
-        return region, {}, notes + [f"perf stat could not run ({why}); timing only"] + more
-    return outcome.result or {"status": "runtime_error", "message": outcome.output_tail[-500:]}, perf_metrics, notes
+
+
+def _has_pid_namespace() -> bool:
+    namespaces = getattr(sandbox, "namespaces", None)
+    return bool(namespaces and namespaces()[1])
+
+
+def _why(outcome: sandbox.SandboxOutcome) -> str:
+    if outcome.timed_out_phase:
+        return f"timed out in phase '{outcome.timed_out_phase}'"
+    lines = [ln for ln in outcome.output_tail.strip().splitlines() if ln.strip()]
+    return (lines or [f"exit code {outcome.exit_code}"])[-1][:200]
+
+
+def _counting_run(problem_path: str, code: str, ctx: Context, events: list[str],
+                  groups: list[str]) -> tuple[dict[str, Any], dict[str, Any] | None, list[str]]:
+    """(region result, parsed perf output or None, notes); falls back to fewer events, then no perf."""
+    notes: list[str] = []
+    attempts: list[tuple[list[str], list[str]]] = []
+    if perf_stat.perf_binary():
+        attempts.append((events, groups))
+        if events != perf_stat.default_events() or groups:
+            attempts.append((perf_stat.default_events(), []))
+    else:
+        notes.append("perf not installed (Debian package linux-perf): no counters, no software events")
+    attempts.append(([], []))
+    for n, (ev, grp) in enumerate(attempts):
+        run_dir = _RunDir()
+        try:
+            prefix, updates = [], {"op_cost": True}
+            if ev:
+                ctl, ack = run_dir.fifos()
+                out = str(run_dir.path / "perf.csv")
+                prefix = perf_stat.command_prefix(ctl, ack, out, ev, grp)
+                updates.update(perf_ctl_fifo=ctl, perf_ack_fifo=ack)
+            outcome = _sandboxed(problem_path, code, ctx, run_dir, prefix=prefix, updates=updates)
+            if outcome.result is None and ev:
+                # perf itself refused (unknown event or group, permissions): try with less.
+                dropped = sorted(set(ev) - set(perf_stat.default_events())) + grp
+                what = f"extra events/groups {', '.join(dropped)}" if dropped and n == 0 else "perf stat"
+                notes.append(f"perf stat could not run with {what} ({_why(outcome)}); retried without")
+                continue
+            csv = run_dir.path / "perf.csv"
+            parsed = perf_stat.parse(csv.read_text()) if ev and csv.exists() else None
+            result = outcome.result or {"status": "runtime_error", "message": _why(outcome)}
+            result["phases_s"] = getattr(outcome, "phases_s", {})
+            if parsed is not None:
+                result["perf_events"], result["perf_groups"] = ev, grp
+            return result, parsed, notes
+        finally:
+            run_dir.close()
+    return {"status": "runtime_error", "message": "no run succeeded"}, None, notes
+
+
+def _hotspot_run(problem_path: str, code: str, ctx: Context) -> tuple[dict[str, Any] | None, str]:
+    run_dir = _RunDir()
+    try:
+        ctl, ack = run_dir.fifos()
+        data = str(run_dir.path / "perf.data")
+        prefix = hotspots.command_prefix(ctl, ack, data, mount_proc=_has_pid_namespace())
+        outcome = _sandboxed(problem_path, code, ctx, run_dir, prefix=prefix,
+                             updates={"perf_ctl_fifo": ctl, "perf_ack_fifo": ack})
+        if outcome.result is None or outcome.result.get("status") != "ok":
+            return None, f"perf record run failed: {_why(outcome)}"
+        rep = hotspots.report(data)
+        if rep["status"] != "ok":
+            return None, rep["reason"]
+        return hotspots.parse(rep["text"]), ""
+    finally:
+        run_dir.close()
+
+
+def _simulation_run(problem_path: str, code: str, ctx: Context, spec: dict[str, Any],
+                    build_kinds: list[str]) -> tuple[dict[str, Any] | None, dict[str, Any], list[str]]:
+    """(parsed callgrind output or None, facts about the run, notes)."""
+    build_root = data_dir() / "build" / "callgrind"
+    helper, why_not = callgrind.helper_library(build_root)
+    notes = [] if helper else [f"callgrind instruments the whole process ({why_not}); slower"]
+    flags, geometry, geo_notes = callgrind.geometry(spec.get("caches", []))
+    notes += geo_notes
+    env: dict[str, str] = {}
+    if spec.get("simd") == "AVX-512":
+        env["CXX"] = callgrind.no_avx512_compiler(build_root)
+        env["TORCH_EXTENSIONS_DIR"] = str(data_dir() / "build" / "torch_extensions_no_avx512")
+        notes.append("callgrind simulates an AVX2 build of the kernel (valgrind cannot execute AVX-512)")
+    run_dir = _RunDir()
+    try:
+        out = run_dir.path / "callgrind.out"
+        toggles = callgrind.entry_toggles(build_kinds)
+        prefix = callgrind.command_prefix(str(out), flags, has_helper=bool(helper), toggles=toggles)
+        updates = {"profile_calls": ctx.callgrind_calls, "warmup_calls": 1, "callgrind_collect_region": not toggles}
+        if helper:
+            updates["callgrind_helper"] = helper
+        limit = ctx.callgrind_timeout_s
+        outcome = _sandboxed(problem_path, code, ctx, run_dir, prefix=prefix, updates=updates, env=env,
+                             timeout_s=(limit, limit), memory_bytes=2 * ctx.memory_limit_bytes, num_threads=1)
+        facts = {"calls": ctx.callgrind_calls, "geometry": geometry, "phases_s": getattr(outcome, "phases_s", {}),
+                 "collect": f"inside {', '.join(toggles)}" if toggles else "whole region (no compiled kernel)"}
+        if outcome.result is None or outcome.result.get("status") != "ok" or not out.exists():
+            return None, facts, notes + [f"callgrind run failed: {_why(outcome)}"]
+        return callgrind.parse(out.read_text()), facts, notes
+    finally:
+        run_dir.close()
+
+
+def _static(build: dict[str, Any], sources: list[str], metrics: dict, notes: list[str],
+            tools: dict) -> tuple[dict | None, dict | None]:
+    vect = mix = None
+    # A load_inline source includes torch's headers: its report costs a full compile (~40 s).
+    flags = vectorization.torch_extension_flags() if build["kind"] == "load_inline" else []
+    t0 = time.monotonic()
+    v = vectorization.collect(build["source_path"], extra_flags=flags, build_flags=build.get("flags"))
+    tools["vectorization"] = {"status": v["status"], "wall_s": round(time.monotonic() - t0, 2)}
+    if v["status"] == "ok":
+        vect = vectorization.parse(v["text"], build["source_path"])
+        sources.append("gcc vectorization report")
+        for key in ("vectorized_loops", "missed_loops"):
+            metrics[key] = metric(key, vect[key], "gcc -fopt-info-vec (static)")
+        # The fast path does not record a build's own flags: the report then uses the defaults.
+        tools["vectorization"]["flags"] = "build's own" if build.get("flags") else "default"
+    else:
+        tools["vectorization"]["reason"] = v["reason"]
+        notes.append(f"vectorization report unavailable: {v['reason']}")
+    i = instruction_mix.collect(build["so_path"])
+    tools["instruction_mix"] = {"status": i["status"]}
+    if i["status"] == "ok":
+        mix = instruction_mix.parse(i["text"])
+        sources.append("objdump instruction mix")
+        for key in ("packed_fp", "scalar_fp", "fma", "widest_vector_bits"):
+            metrics[key] = metric(key, mix[key], "objdump (static)")
+        metrics["static_instructions"] = metric("static_instructions", mix["instructions"], "objdump (static)")
+        if vect and vect["vectorized_loops"] and not mix["packed_fp"] and mix["scalar_fp"]:
+            notes.append("gcc's report claims vectorized loops but the built binary has no packed FP: "
+                         "the candidate's build flags (e.g. -O0) differ from the report's")
+    else:
+        tools["instruction_mix"]["reason"] = i["reason"]
+        notes.append(f"instruction mix unavailable: {i['reason']}")
+    return vect, mix
+
+
+def _timed(tools: dict, name: str, fn: Callable[[], Any]) -> Any:
+    t0 = time.monotonic()
+    out = fn()
+    tools.setdefault(name, {})["wall_s"] = round(time.monotonic() - t0, 2)
+    return out
+
+
+def _perf_part(parsed: dict[str, Any] | None, region: dict[str, Any], metrics: dict, unavailable: dict,
+               notes: list[str], sources: list[str], tools: dict, tdown_groups: list[str]) -> bool:
+    """Merge perf stat's metrics into the profile; returns whether hardware counters worked."""
+    if parsed is None:
+        tools["perf_stat"]["status"] = "unavailable"
+        tools["perf_stat"].setdefault("reason", "perf stat did not run")
+        return False
+    wanted = set(region.get("perf_events", []))
+    # Events perf added for metric groups are inputs to those metrics, not metrics themselves.
+    parsed = {**parsed, "events": {k: v for k, v in parsed["events"].items() if k in wanted}}
+    pm, unavail, pnotes = perf_stat.to_metrics(parsed, int(region["calls"]), region["region_ms"],
+                                               region.get("perf_groups", []))
+    metrics.update(pm)
+    unavailable.update(unavail)
+    notes += pnotes
+    has_hw = perf_stat.has_hardware_counters(pm)
+    sources.append("perf stat hardware counters (kernel region)" if has_hw
+                   else "perf stat software events (kernel region)")
+    if any(k.startswith("topdown_") for k in pm):
+        sources.append("perf top-down metrics")
+    elif not tdown_groups:
+        unavailable["topdown"] = "perf knows no top-down metric group (TopdownL1/PipelineL1) on this CPU"
+    tools["perf_stat"].update(status="ok", phases_s=region.get("phases_s", {}))
+    return has_hw
+
+
+def _roofline_part(region: dict[str, Any], metrics: dict, peak: dict[str, Any], ctx: Context,
+                   notes: list[str], sources: list[str], unavailable: dict) -> dict[str, Any]:
+    per_call_ms = float(region["per_call_ms"])
+    roof_ms, basis = per_call_ms, "wall clock"
+    cpu_ms = metrics.get("task-clock", {}).get("value")
+    if ctx.num_threads == 1 and cpu_ms and cpu_ms < 0.9 * per_call_ms:
+        # One thread that was on a core only part of the wall time: others' load preempted it,
+        # and its CPU time is what the kernel itself needed.
+        roof_ms, basis = cpu_ms, "task-clock (CPU time: the machine was busy, wall clock was longer)"
+        notes.append(f"the kernel ran {100 * cpu_ms / per_call_ms:.0f}% of the wall-clock time (machine busy): "
+                     "per_call_ms overstates its cost; the roofline uses its CPU time")
+    if region.get("op_cost_error"):
+        notes.append(f"operation FLOPs/bytes not measured: {region['op_cost_error']}")
+    roof = roofline.compute(region.get("op_cost"), roof_ms, peak, ctx.num_threads)
+    if roof.get("status") != "ok":
+        unavailable["roofline"] = roof["reason"]
+        return roof
+    roof["time_basis"] = basis
+    metrics.update(roofline.to_metrics(roof))
+    sources.append("roofline vs measured peaks")
+    if roof["achieved_gbs"] > roof["peak_gbs"] * 1.2:
+        notes.append("achieved bandwidth is above the measured DRAM triad: the working set is served "
+                     "from cache, so the memory roof understates what is attainable")
+    return roof
 
 
 def profile_candidate(problem_path: str, code: str, ctx: Context,
-                      extra_events: list[str] | None = None) -> dict[str, Any]:
-    events = perf_stat.default_events(extra_events)
-    region, perf_metrics, notes = _run_region(problem_path, code, ctx, events)
+                      extra_metrics: list[str] | None = None) -> dict[str, Any]:
+    started = time.monotonic()
+    spec = hardware.cpu_spec()
+    perf = perf_stat.perf_binary()
+    req = extra.resolve(extra_metrics or [], topdown.available_metrics(perf) if perf else frozenset(),
+                        tuple(perf_stat.default_events()))
+    tdown_groups = topdown.pick_groups(set(topdown.available_metric_groups(perf))) if perf else []
+    tools: dict[str, dict[str, Any]] = {}
+    notes: list[str] = [f"ignored extra metric {k!r}: {v}" for k, v in req.rejected.items()]
+    if req.want_topdown and not tdown_groups:
+        notes.append("top-down metrics requested but perf knows no TopdownL1/PipelineL1 group on this CPU")
+
+    # 1. Counting run first, alone: its per-call time must not share the cores with other runs.
+    region, parsed, run_notes = _timed(tools, "perf_stat", lambda: _counting_run(
+        problem_path, code, ctx, perf_stat.default_events(req.events), tdown_groups + req.metric_groups))
+    notes += run_notes
     if region.get("status") != "ok":
-        return {"status": "unavailable", "reason": f"profiled run failed: {region.get('message', '')[:300]}",
-                "sources": [], "confidence": "none", "metrics": {}, "bottleneck": "unknown", "notes": notes}
+        return {"status": "unavailable", "reason": f"profiled run failed: {str(region.get('message', ''))[:300]}",
+                "sources": [], "confidence": "none", "metrics": {}, "roofline": {}, "bottleneck": "unknown",
+                "notes": notes, "tools": tools, "profile_wall_s": round(time.monotonic() - started, 2)}
+    if parsed is None and run_notes:
+        tools["perf_stat"]["reason"] = run_notes[-1]
     metrics: dict[str, dict[str, Any]] = {
-        "per_call_ms": {"value": region["per_call_ms"], "unit": "ms", "source": "wall clock (profiled region)"},
-    }
-    sources = ["wall clock"]
-    unavailable = []
-    for name, m in perf_metrics.items():
-        if "value" in m:
-            metrics[name] = m
-        else:
-            unavailable.append(name)
-    if perf_metrics:
-        sources.append("perf stat (kernel region)")
-    if unavailable:
-        notes.append(f"perf counters not supported on this machine: {', '.join(unavailable)}")
-    vect = mix = None
+        "per_call_ms": metric("per_call_ms", region["per_call_ms"], "wall clock (profiled region)")}
+    sources, unavailable = ["wall clock"], {}
+    has_hw = _perf_part(parsed, region, metrics, unavailable, notes, sources, tools, tdown_groups)
     builds = region.get("builds") or []
+
+    # 2. Peaks (measured once per machine) before anything runs beside them.
+    peak = _timed(tools, "peaks", lambda: hardware.peaks(measure=ctx.measure_peaks))
+    tools["peaks"]["status"] = peak["status"]
+
+    # 3. The simulation (slow, timing-insensitive) runs in the background of hot spots and static work.
+    mode = ctx.profile_simulate if ctx.profile_simulate in ("auto", "always", "never") else "auto"
+    want_sim = req.force_simulation or mode == "always" or (mode == "auto" and not has_hw)
+    pool = ThreadPoolExecutor(max_workers=1)
+    sim_future = None
+    if not want_sim:
+        tools["callgrind"] = {"status": "skipped", "reason": "hardware counters available" if has_hw
+                              else f"profile_simulate={mode}"}
+    elif not callgrind.valgrind_binary():
+        tools["callgrind"] = {"status": "unavailable", "reason": "valgrind not installed (Debian package valgrind)"}
+        notes.append("no hardware counters and no valgrind: cache behaviour unmeasured")
+    else:
+        sim_started = time.monotonic()
+        sim_future = pool.submit(_simulation_run, problem_path, code, ctx, spec, [b.get("kind", "") for b in builds])
+
+    hot = None
+    if not (ctx.profile_hotspots or req.force_hotspots):
+        tools["hotspots"] = {"status": "skipped", "reason": "profile_hotspots is off"}
+    elif not perf:
+        tools["hotspots"] = {"status": "unavailable", "reason": "perf not installed"}
+    else:
+        hot, why = _timed(tools, "hotspots", lambda: _hotspot_run(problem_path, code, ctx))
+        if hot is not None:
+            tools["hotspots"]["status"] = "ok"
+            metrics.update(hotspots.kernel_share(hot, [b["so_path"] for b in builds]))
+            sources.append("perf record cpu-clock hot spots")
+        else:
+            tools["hotspots"].update(status="unavailable", reason=why)
+            notes.append(f"hot spots unavailable: {why}")
+
+    vect = mix = None
     if builds:
-        build = builds[-1]
-        # A load_inline source includes torch's headers: its report costs a full compile (~40 s).
-        flags = vectorization.torch_extension_flags() if build["kind"] == "load_inline" else []
-        v = vectorization.collect(build["source_path"], extra_flags=flags)
-        if v["status"] == "ok":
-            vect = vectorization.parse(v["text"], build["source_path"])
-            sources.append("gcc vectorization report")
-            metrics["vectorized_loops"] = {"value": vect["vectorized_loops"], "unit": "count", "source": "gcc -fopt-info-vec"}
-            metrics["missed_loops"] = {"value": vect["missed_loops"], "unit": "count", "source": "gcc -fopt-info-vec"}
-        else:
-            notes.append(f"vectorization report unavailable: {v['reason']}")
-        i = instruction_mix.collect(build["so_path"])
-        if i["status"] == "ok":
-            mix = instruction_mix.parse(i["text"])
-            sources.append("objdump instruction mix")
-            for key in ("packed_fp", "scalar_fp", "fma", "widest_vector_bits"):
-                unit = "bits" if key.endswith("bits") else "static count"
-                metrics[key] = {"value": mix[key], "unit": unit, "source": "objdump (static)"}
-        else:
-            notes.append(f"instruction mix unavailable: {i['reason']}")
+        vect, mix = _static(builds[-1], sources, metrics, notes, tools)
     else:
         notes.append("no compiled kernel found (candidate built nothing through pragma_cext or load_inline)")
-    label, why = bottleneck.classify_cpu(metrics, vect, mix)
-    confidence = ("hardware-counters" if perf_stat.has_hardware_counters(perf_metrics)
+    roof = _roofline_part(region, metrics, peak, ctx, notes, sources, unavailable)
+
+    has_sim = False
+    if sim_future is not None:
+        try:
+            sim, facts, sim_notes = sim_future.result()
+        except Exception as exc:  # the simulation is one source among several, never the profile's end
+            log.exception("callgrind run failed")
+            sim, facts, sim_notes = None, {}, [f"callgrind run failed: {type(exc).__name__}: {exc}"]
+        tools["callgrind"] = {**facts, "wall_s": round(time.monotonic() - sim_started, 2)}
+        notes += sim_notes
+        if sim is not None:
+            line = next((g["line_bytes"] for g in facts.get("geometry", {}).values()), 64)
+            sm, snotes = callgrind.to_metrics(sim, ctx.callgrind_calls, line,
+                                              (region.get("op_cost") or {}).get("min_bytes"))
+            notes += snotes
+            metrics.update(sm)
+            has_sim = bool(sm)
+        tools["callgrind"]["status"] = "ok" if has_sim else "unavailable"
+        if has_sim:
+            sources.append("callgrind cache/branch simulation (kernel only)")
+        else:
+            tools["callgrind"]["reason"] = (sim_notes or ["callgrind failed"])[-1]
+    pool.shutdown()
+
+    signals = bottleneck.signals_cpu(metrics, roof, vect, mix)
+    label, why = signals[0] if signals else ("unknown", "no evidence separates the bottlenecks")
+    confidence = ("hardware-counters" if has_hw else "simulation" if has_sim
                   else "static" if (vect or mix) else "timing-only")
-    return {"status": "ok", "sources": sources, "confidence": confidence, "metrics": metrics,
-            "bottleneck": label, "bottleneck_evidence": why, "notes": notes,
-            "vectorization": vect or {}, "instruction_mix": mix or {}}
+    if vect:
+        vect = {**vect, "loops": vect["loops"][:MAX_LOOPS_KEPT]}
+    return {
+        "status": "ok", "sources": sources, "confidence": confidence, "metrics": metrics, "roofline": roof,
+        "bottleneck": label, "bottleneck_evidence": why,
+        "signals": [{"label": lab, "evidence": ev} for lab, ev in signals],
+        "unavailable": unavailable, "notes": notes, "tools": tools,
+        "vectorization": vect or {}, "instruction_mix": mix or {},
+        "hotspots": {"samples": hot["samples"], "rows": hot["rows"][:8]} if hot else {},
+        "extra_metrics": req.summary(), "calls": int(region["calls"]),
+        "profile_wall_s": round(time.monotonic() - started, 2),
+    }
 
 
 def render_profile(profile: dict[str, Any]) -> str:
+    """The profile as prompt text: sources and confidence first, then label, roofline, metrics."""
     if profile.get("status") != "ok":
         return f"profile unavailable: {profile.get('reason', '')}"
     lines = [f"sources: {', '.join(profile['sources'])}; confidence: {profile['confidence']}",
              f"bottleneck: {profile['bottleneck']} ({profile.get('bottleneck_evidence', '')})"]
+    others = [s for s in profile.get("signals", [])[1:]]
+    if others:
+        lines.append("other signals: " + "; ".join(f"{s['label']} ({s['evidence']})" for s in others))
+    if profile.get("roofline", {}).get("status") == "ok":
+        lines.append(roofline.render(profile["roofline"]))
+    by_source: dict[str, list[str]] = {}
     for name, m in profile["metrics"].items():
-        lines.append(f"- {name}: {m['value']:.4g} {m['unit']} [{m['source']}]")
+        by_source.setdefault(m["source"], []).append(f"{name} {m['value']:.4g} {m['unit']}")
+    lines += [f"- [{source}] " + ", ".join(items) for source, items in by_source.items()]
+    if profile.get("unavailable"):
+        by_reason: dict[str, list[str]] = {}
+        for name, reason in profile["unavailable"].items():
+            by_reason.setdefault(reason, []).append(name)
+        lines.append("unavailable: " + "; ".join(f"{', '.join(names)} ({reason})"
+                                                  for reason, names in by_reason.items()))
+    if profile.get("hotspots"):
+        lines.append(hotspots.render(profile["hotspots"]))
     if profile.get("vectorization"):
         lines.append(vectorization.render(profile["vectorization"]))
     if profile.get("instruction_mix"):

@@ -10,7 +10,8 @@ from typing import Any
 FUNC = re.compile(r"^[0-9a-f]+ <(?P<name>.+)>:$")
 INSN = re.compile(r"^\s+[0-9a-f]+:\s+(?P<mnemonic>[a-z][a-z0-9.]*)\s*(?P<operands>.*)$")
 # Binding and runtime code is not the kernel: skip it so the mix describes the hot code.
-SKIP_PREFIXES = ("pybind11", "torch", "c10", "at::", "std::", "_init", "_fini", "_start", "__",
+SKIP_PREFIXES = ("pybind11", "torch", "c10", "at::", "std::", "_init", "_fini", "_start", "__", ".plt", ".init",
+                 ".fini",
                  "frame_dummy", "register_tm_clones", "deregister_tm_clones", "void pybind11", "PyInit")
 
 

@@ -22,16 +22,22 @@ def torch_extension_flags() -> list[str]:
         "-DTORCH_EXTENSION_NAME=pragma_report", "-DTORCH_API_INCLUDE_EXTENSION_H"]
 
 
-def collect(source_path: str, timeout_s: float = 180.0, extra_flags: list[str] | None = None) -> dict[str, Any]:
+DEFAULT_FLAGS = ("-O3", "-march=native", "-fopenmp", "-std=c++17", "-fPIC")
+
+
+def collect(source_path: str, timeout_s: float = 180.0, extra_flags: list[str] | None = None,
+            build_flags: list[str] | None = None) -> dict[str, Any]:
+    """Compile ``source_path`` again with -fopt-info-vec-all (with the build's own flags when known)."""
     compiler = shutil.which("g++")
     if compiler is None:
         return {"status": "unavailable", "reason": "g++ not found"}
     if not Path(source_path).is_file():
         return {"status": "unavailable", "reason": f"kernel source not found: {source_path}"}
+    # Link-only flags would turn -c into an error; the report needs compile flags only.
+    flags = [f for f in (build_flags or DEFAULT_FLAGS) if f != "-shared" and not f.startswith("-Wl,")]
     try:
         proc = subprocess.run(
-            [compiler, "-O3", "-march=native", "-fopenmp", "-std=c++17", "-fPIC", "-fopt-info-vec-all",
-             *(extra_flags or []), "-c", source_path, "-o", "/dev/null"],
+            [compiler, *flags, "-fopt-info-vec-all", *(extra_flags or []), "-c", source_path, "-o", "/dev/null"],
             capture_output=True, text=True, timeout=timeout_s,
         )
     except subprocess.TimeoutExpired:
@@ -40,24 +46,37 @@ def collect(source_path: str, timeout_s: float = 180.0, extra_flags: list[str] |
 
 
 def parse(text: str, source_path: str) -> dict[str, Any]:
-    """Keep only lines about ``source_path`` (not headers); one verdict per source line."""
+    """One verdict per loop of ``source_path``. Messages about headers are dropped, except a
+    "missed" reason right after a kernel loop's miss: it names the inlined statement that blocked
+    it (e.g. a libm call from <cmath>)."""
     name = Path(source_path).name
     loops: dict[int, dict[str, Any]] = {}
+    last_missed: dict[str, Any] | None = None
     for raw in text.splitlines():
         m = LINE.match(raw.strip())
-        if not m or Path(m["file"]).name != name:
+        if not m:
             continue
-        line, msg = int(m["line"]), m["msg"]
+        msg = m["msg"].strip()
+        if Path(m["file"]).name != name:
+            if m["kind"] == "missed" and last_missed is not None and len(last_missed["missed"]) < 3:
+                why = f"{msg} (in {Path(m['file']).name}:{m['line']})"
+                if why not in last_missed["missed"]:
+                    last_missed["missed"].append(why)
+            continue
+        line = int(m["line"])
         entry = loops.setdefault(line, {"line": line, "vectorized": False, "vector_bytes": 0,
                                         "versioned_for_alias": False, "missed": []})
-        if m["kind"] == "optimized" and "vectorized" in msg:
+        last_missed = None
+        if m["kind"] == "optimized" and "versioned for vectorization" in msg and "alias" in msg:
+            entry["versioned_for_alias"] = True
+        elif m["kind"] == "optimized" and "vectorized" in msg:
             entry["vectorized"] = True
             if w := WIDTH.search(msg):
                 entry["vector_bytes"] = max(entry["vector_bytes"], int(w.group(1)))
-            if "versioning for alias" in msg:
-                entry["versioned_for_alias"] = True
-        elif m["kind"] == "missed" and len(entry["missed"]) < 3 and msg not in entry["missed"]:
-            entry["missed"].append(msg)
+        elif m["kind"] == "missed":
+            if len(entry["missed"]) < 3 and msg not in entry["missed"]:
+                entry["missed"].append(msg)
+            last_missed = entry
     rows = sorted(loops.values(), key=lambda e: e["line"])
     # Lines with only "missed" notes about non-loops are noise; keep lines that mention loops.
     rows = [r for r in rows if r["vectorized"] or any("loop" in s or "vectoriz" in s for s in r["missed"])]
