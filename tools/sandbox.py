@@ -159,11 +159,12 @@ def _read_phase(progress: Path, default: str) -> str:
 
 
 def phase_durations(events: list[tuple[str, float]], spawn_t: float, end_t: float) -> dict[str, float]:
-    """Seconds per phase; "startup" is process start to the first announcement (interpreter, torch)."""
+    """Seconds per phase; "startup" is process start to the first announcement (interpreter, torch
+    import, confinement), "teardown" from the worker's "done" to the parent seeing it exit."""
     out: dict[str, float] = {}
-    marks = [("startup", spawn_t), *events, ("", end_t)]
+    marks = [("startup", spawn_t), *((("teardown" if n == "done" else n), t) for n, t in events), ("", end_t)]
     for (name, t0), (_, t1) in zip(marks, marks[1:], strict=False):
-        if name and name != "done":
+        if name:
             out[name] = round(out.get(name, 0.0) + max(0.0, t1 - t0), 4)
     return out
 
