@@ -51,7 +51,8 @@ NO_LIBRARY_COMPUTE = _rule(
 HAS_COMPILED_KERNEL = _rule(
     "has_compiled_kernel", ("static",),
     "A candidate without a compiled kernel (pragma_cext.load_cpp, load_inline or "
-    "cpp_extension.load) can only be computing with torch or returning something precomputed.")
+    "cpp_extension.load; with backend=gpu a @triton.jit function) can only be computing with torch "
+    "or returning something precomputed.")
 COMPILED_CODE_RAN = _rule(
     "compiled_code_ran", ("runtime",),
     "Building a kernel proves nothing if forward never calls it: every call into the candidate's "
@@ -270,8 +271,9 @@ def strip_cpp_comments(source: str) -> str:
 class _Scanner(ast.NodeVisitor):
     """One pass over the candidate's AST; records (rule, detail) for every violation."""
 
-    def __init__(self, tree: ast.Module, problem_is_half: bool):
+    def __init__(self, tree: ast.Module, problem_is_half: bool, backend: str = "cpu"):
         self.problem_is_half = problem_is_half
+        self.backend = backend
         self.found: list[tuple[str, str]] = []
         self.aliases: dict[str, str] = {}  # local name -> dotted module path or object path
         self.lib_handles: set[str] = set()  # "name" or "self.name" bound to a loaded library
@@ -370,6 +372,8 @@ class _Scanner(ast.NodeVisitor):
         for dec in node.decorator_list:
             target = dec.func if isinstance(dec, ast.Call) else dec
             q = self.qualname(target) or ""
+            if q == "triton.jit" and self.backend == "gpu":
+                self.has_kernel = True
             if q in ("functools.lru_cache", "functools.cache", "functools.cached_property"):
                 self.add(NO_STATE_ACROSS_CALLS, node, f"{node.name} is memoized with {q}")
         self._func_stack.append(node)
@@ -575,7 +579,7 @@ def _flag_findings(strings: list[str]) -> list[tuple[str, str]]:
     return found
 
 
-def static_checks(code: str, problem_source: str = "") -> list[dict[str, str]]:
+def static_checks(code: str, problem_source: str = "", backend: str = "cpu") -> list[dict[str, str]]:
     """Run every static rule on the candidate; one check entry per rule (pass, fail or skip)."""
     try:
         tree = ast.parse(code)
@@ -583,12 +587,13 @@ def static_checks(code: str, problem_source: str = "") -> list[dict[str, str]]:
         return [{"rule": name, "verdict": "skip", "detail": "source does not parse (reported by the build)"}
                 for name in STATIC_RULES]
     problem_is_half = bool(_HALF_PROBLEM.search(problem_source))
-    scanner = _Scanner(tree, problem_is_half)
+    scanner = _Scanner(tree, problem_is_half, backend)
     scanner.visit(tree)
     cpp, other = _string_constants(tree)
     found = scanner.found + _cpp_findings(cpp, problem_is_half) + _flag_findings(other + [strip_cpp_comments(c) for c in cpp])
     if not scanner.has_kernel:
-        found.append((HAS_COMPILED_KERNEL, "no call to load_cpp, load_inline or cpp_extension.load"))
+        found.append((HAS_COMPILED_KERNEL, "no call to load_cpp, load_inline or cpp_extension.load"
+                      + (" and no @triton.jit kernel" if backend == "gpu" else "")))
     checks = []
     for name in STATIC_RULES:
         details = [d for r, d in found if r == name]

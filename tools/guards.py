@@ -175,6 +175,26 @@ class CallCounter:
         load_cpp.__doc__ = original.__doc__
         cext_module.load_cpp = load_cpp
 
+    def wrap_triton(self) -> None:
+        """Count Triton kernel launches (backend=gpu): compiled and interpreted (TRITON_INTERPRET=1)."""
+        import importlib
+
+        counter = self
+        for module_name, class_name in (("triton.runtime.jit", "JITFunction"),
+                                        ("triton.runtime.interpreter", "InterpretedFunction")):
+            try:
+                cls = getattr(importlib.import_module(module_name), class_name)
+            except (ImportError, AttributeError):
+                continue
+            original = cls.run
+
+            def run(fn, *args, _original=original, **kwargs):
+                if counter.active:
+                    counter.calls += 1
+                return _original(fn, *args, **kwargs)
+
+            cls.run = run
+
     def _profile(self, frame, event, arg) -> None:
         if event == "c_call" and getattr(arg, "__module__", None) in self.inline_modules:
             self.calls += 1

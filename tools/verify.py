@@ -49,7 +49,8 @@ def empty_result(status: Status, message: str, log_tail: str = "") -> dict[str, 
 
 def request_for(problem_path: str, ctx: Context, mode: str) -> dict[str, Any]:
     return {
-        "mode": mode, "problem_path": problem_path, "seed": ctx.seed, "num_threads": ctx.num_threads,
+        "mode": mode, "backend": ctx.backend, "problem_path": problem_path, "seed": ctx.seed,
+        "num_threads": ctx.num_threads,
         "atol": ctx.atol, "rtol": ctx.rtol, "correctness_trials": ctx.correctness_trials,
         "warmup_calls": ctx.warmup_calls, "warmup_s": ctx.warmup_s, "timed_calls": ctx.timed_calls,
         "profile_calls": ctx.profile_calls,
@@ -138,7 +139,7 @@ def verify_candidate(problem_path: str, code: str, ctx: Context, *, best_code: s
     except (OSError, UnicodeDecodeError):
         problem_source = ""
     if ctx.static_checks:
-        checks = anticheat.static_checks(code, problem_source)
+        checks = anticheat.static_checks(code, problem_source, ctx.backend)
     else:
         checks = [{"rule": "static_checks", "verdict": "skip", "detail": "turned off (static_checks=false)"}]
     static_s = time.monotonic() - t0

@@ -194,6 +194,8 @@ def main(request_path: str) -> int:
     if counter is not None:
         guards.prime()
         counter.wrap_cext(cext)
+        if req.get("backend") == "gpu":
+            counter.wrap_triton()
     try:
         _record_load_inline(builds, counter)
         make_baseline = (lambda: guards.Baseline(int(req["num_threads"]))) if counter is not None else None
