@@ -43,6 +43,11 @@ Rules:
 - Sources are compiled with g++ -O3 -march=native -fopenmp -std=c++17; inputs are fp32 unless the
   problem says otherwise. Accumulate in fp32 or wider.
 - The kernel must be deterministic, must not modify its inputs, and must not keep state between calls.
+- The verifier rejects (by rule name): torch or numpy computing the result, try/except fallbacks,
+  subclassing or copying Model, threads/processes (OpenMP is fine), file or network access,
+  patching modules, tensor subclasses, fp16/bf16 or -ffast-math/-Ofast in fp32 problems, more
+  threads than given, self attributes set in forward, outputs that reuse memory, and work left
+  running after forward returns. Return a new output tensor from every call.
 - Reply with exactly one ```python code block holding the complete module, after a short explanation.
 """
 
