@@ -65,6 +65,7 @@ lint: setup
 
 bench: setup
 	$(BIN)/python -m pragma.eval.bench_compile
+	$(BIN)/python -m pragma.eval.bench_verifier
 
 # Knowledge store: recall@3 on engineers' questions and the seed build time on this machine.
 bench-retrieval: setup
