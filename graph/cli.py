@@ -48,9 +48,13 @@ def _settings(pairs: list[str]) -> dict[str, Any]:
 
 def _context(pairs: list[str], **explicit: Any) -> Context:
     try:
-        return resolve_context(**{**_settings(pairs), **{k: v for k, v in explicit.items() if v is not None}})
+        ctx = resolve_context(**{**_settings(pairs), **{k: v for k, v in explicit.items() if v is not None}})
     except ValueError as exc:
         raise UserError(str(exc)) from None
+    from pragma.tools.backends import require
+
+    require(ctx)  # backend=gpu without CUDA (and without TRITON_INTERPRET=1): one line, exit 2
+    return ctx
 
 
 def _read_candidate(path: Path) -> str:
@@ -124,18 +128,19 @@ def profile(
     """Profile CANDIDATE: perf over the kernel region (counters, top-down, or software events and
     callgrind simulation where counters are missing), hot spots, vectorization report, instruction
     mix, roofline and bottleneck class, with the profile's sources and confidence."""
-    from pragma.tools.profilers.cpu import profile_candidate, render_profile
+    from pragma.tools.backends import backend_for
     from pragma.tools.profilers.extra import split_names
 
     ctx = _context(setting)
     prob = _problem(problem)
     code = _read_candidate(candidate)
     extra = split_names(events)
-    result = profile_candidate(prob["path"], code, ctx, extra)
+    backend = backend_for(ctx)
+    result = backend.profile(prob["path"], code, ctx, extra)
     if as_json:
         out.print_json(json.dumps(result))
     else:
-        out.print(render_profile(result))
+        out.print(backend.render_profile(result))
     raise typer.Exit(0 if result.get("status") == "ok" else 1)
 
 
@@ -208,6 +213,7 @@ app.add_typer(eval_app, name="eval")
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     from pragma.nodes.llm import LLMError, describe_error
+    from pragma.tools.backends import BackendUnavailable
     from pragma.tools.problem import ProblemError
 
     try:
@@ -215,7 +221,7 @@ def main() -> None:
         sys.exit(app(standalone_mode=False) or 0)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except (UserError, ProblemError, LLMError) as exc:
+    except (UserError, ProblemError, LLMError, BackendUnavailable) as exc:
         console.print(f"error: {exc}")
         sys.exit(2)
     except KeyboardInterrupt:

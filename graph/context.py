@@ -38,7 +38,15 @@ class Context:
     max_tokens_total: int = _knob(0, "End the run (keeping the best) after this many LLM tokens; 0: no limit.")
     max_cost_usd: float = _knob(0.0, "End the run (keeping the best) after this LLM cost in USD; 0: no limit.")
     max_wall_s: float = _knob(0.0, "End the run (keeping the best) after this many seconds; 0: no limit.")
-    backend: Literal["cpu", "gpu"] = _knob("cpu", "Target backend of generated kernels.")
+    backend: Literal["cpu", "gpu"] = _knob(
+        "cpu", "Target backend of generated kernels: 'cpu' (C++) or 'gpu' (Triton on a CUDA device; without "
+        "one, TRITON_INTERPRET=1 checks correctness on the CPU).")
+    gpu_timing: Literal["events", "do_bench"] = _knob(
+        "events", "GPU timing: 'events' (interleaved CUDA events, device-wide synchronize before the end "
+        "event, L2 flush before every call) or 'do_bench' (triton.testing.do_bench per implementation).")
+    ncu_timeout_s: float = _knob(600.0, "Wall-clock limit for one Nsight Compute run, seconds.")
+    ncu_calls: int = _knob(
+        2, "Forward calls profiled by Nsight Compute (each kernel launch is replayed once per metric pass).")
     agent_mode: Literal["pragma", "no-profile", "single-agent"] = _knob(
         "pragma", "Which agents run: 'pragma' (Coder, Verifier, Profiler, Conductor), 'no-profile' "
         "(N-PRAGMA: the same agents, but nothing is profiled and the Conductor sees only correctness "

@@ -7,8 +7,8 @@ from typing import Any
 
 from pragma.graph.context import Context
 from pragma.graph.routing import stop_reason
+from pragma.tools.backends import render_profile  # cpu or gpu, as the profile says
 from pragma.tools.export import standalone_source
-from pragma.tools.profilers.cpu import render_profile
 
 
 def _first_line(text: str, limit: int = 100) -> str:

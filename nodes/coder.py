@@ -9,6 +9,7 @@ from langgraph.runtime import Runtime
 from pragma.graph.context import Context
 from pragma.graph.state import PragmaState
 from pragma.nodes import chat, prompts
+from pragma.tools.backends import backend_for
 from pragma.tools.extract import ExtractionError, extract_code
 
 
@@ -53,7 +54,8 @@ def coder(state: PragmaState, runtime: Runtime[Context]) -> dict:
     else:
         origin = "initial"
         human = prompts.CODER_FIRST.format(**common)
-    text, update = chat.ask("coder", ctx, prompts.CODER_SYSTEM, human, attempt)
+    # The backend decides the kernel language (C++ on cpu, Triton on gpu); the templates are shared.
+    text, update = chat.ask("coder", ctx, backend_for(ctx).coder_system, human, attempt)
     try:
         code = extract_code(text)
     except ExtractionError as exc:

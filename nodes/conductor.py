@@ -18,9 +18,9 @@ from pydantic import BaseModel, Field
 from pragma.graph.context import Context
 from pragma.graph.state import PragmaState, add_usage
 from pragma.nodes import chat, llm, prompts, structured
+from pragma.tools.backends import render_profile  # cpu or gpu, as the profile says
 from pragma.tools.extract import strip_reasoning
 from pragma.tools.profilers.bottleneck import VOCABULARY
-from pragma.tools.profilers.cpu import render_profile
 
 log = logging.getLogger(__name__)
 _NO_TOOLS: set[str] = set()  # model specs whose server refused tools once: not offered again

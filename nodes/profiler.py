@@ -7,8 +7,8 @@ from langgraph.runtime import Runtime
 
 from pragma.graph.context import Context
 from pragma.graph.state import PragmaState
-from pragma.tools import hardware
-from pragma.tools.profilers import cpu, diff
+from pragma.tools.backends import backend_for
+from pragma.tools.profilers import diff
 
 
 def _best_update(candidate: dict, result: dict, profile: dict) -> dict | None:
@@ -41,14 +41,15 @@ def profiler(state: PragmaState, runtime: Runtime[Context]) -> dict:
         return {"profile": skipped, **({"best": crowned} if crowned else {})}
     # Metrics the Conductor asked for last time are collected now (validated in profilers/extra.py).
     extra = (state.get("guidance") or {}).get("extra_metrics") or []
-    profile = cpu.profile_candidate(state["problem"]["path"], candidate["code"], runtime.context, extra)
+    backend = backend_for(runtime.context)  # cpu: perf/callgrind/static; gpu: Nsight Compute
+    profile = backend.profile(state["problem"]["path"], candidate["code"], runtime.context, extra)
     best = state.get("best") or {}
     delta = diff.diff_profiles(best.get("profile"), profile)
     profile = {**profile, "diff": delta, "diff_vs_best": diff.render_diff(delta, best.get("iteration")),
                "iteration": candidate["iteration"]}
     update: dict = {"profile": profile}
     # The first profile measures the machine's peaks; from then on the prompts' summary shows them.
-    summary = hardware.render_spec(hardware.cpu_spec(), runtime.context.num_threads)
+    summary = backend.hardware_summary(runtime.context)
     if summary != state.get("hardware"):
         update["hardware"] = summary
     if crowned := _best_update(candidate, result, profile):

@@ -8,11 +8,13 @@ from langgraph.runtime import Runtime
 
 from pragma.graph.context import Context
 from pragma.graph.state import PragmaState
-from pragma.tools import hardware, problem
+from pragma.tools import problem
+from pragma.tools.backends import require
 
 
 def setup(state: PragmaState, runtime: Runtime[Context]) -> dict:
     ctx = runtime.context
+    backend = require(ctx)  # backend=gpu on a machine without CUDA stops here, with one line
     given = state.get("problem") or {}
     if "inputs" not in given:
         if given.get("path"):
@@ -20,6 +22,5 @@ def setup(state: PragmaState, runtime: Runtime[Context]) -> dict:
         else:
             raise problem.ProblemError("the run input needs problem.path (a KernelBench problem file)")
         given = problem.probe_problem(loaded, num_threads=ctx.num_threads, seed=ctx.seed)
-    spec = hardware.cpu_spec()
-    return {"problem": given, "hardware": hardware.render_spec(spec, ctx.num_threads), "iteration": 0,
+    return {"problem": given, "hardware": backend.hardware_summary(ctx), "iteration": 0,
             "consecutive_failures": 0, "started_at": time.time()}

@@ -158,6 +158,12 @@ SPEEDUP_PLAUSIBLE = _rule(
     "A kernel must move at least its inputs and outputs through memory once; a time below that "
     "traffic at the machine's measured bandwidth (with slack) is physically implausible and is "
     "flagged as suspicious (never crowned as a new best).")
+NO_SIDE_STREAMS = _rule(
+    "no_side_streams", ("static", "runtime"),
+    "On a GPU, work launched on another CUDA stream is not ordered with the verifier's events: the "
+    "timer stops while it still runs. Statically: no torch.cuda stream objects or stream switches; at "
+    "runtime: every Triton launch during the checks uses the current stream, and the output is final "
+    "when forward returns. Timing also synchronizes the whole device before its end event.")
 MEMORY_LIMIT = _rule(
     "memory_limit", ("sandbox",),
     "Address space is limited per sandbox (memory_limit_bytes) so a candidate that fills memory "
@@ -170,7 +176,7 @@ MEMORY_LIMIT = _rule(
 # or a try/except fallback also calls torch, which is the less telling finding.
 _SPECIFIC_FIRST = ("no_reference_model", "no_try_fallback", "no_tensor_subclass", "no_monkeypatching",
                    "no_introspection", "no_dynamic_code", "no_network", "no_filesystem_writes",
-                   "no_threads_or_processes", "no_state_across_calls", "no_fast_math", "fp_environment",
+                   "no_threads_or_processes", "no_side_streams", "no_state_across_calls", "no_fast_math", "fp_environment",
                    "no_precision_downgrade", "thread_budget", "no_library_compute")
 STATIC_RULES = tuple(sorted((name for name, r in RULES.items() if "static" in r.layers),
                             key=lambda n: _SPECIFIC_FIRST.index(n) if n in _SPECIFIC_FIRST else len(_SPECIFIC_FIRST)))
@@ -239,6 +245,25 @@ _INTROSPECTION_ATTRS = frozenset({"_getframe", "settrace", "setprofile", "__buil
                                   "tb_frame", "gi_frame", "cr_frame", "__code__", "pythonapi",
                                   "_current_frames"})
 _HALF_DTYPES = frozenset({"torch.float16", "torch.half", "torch.bfloat16"})
+_TRITON_HALF = re.compile(r"^triton\.language\.(float16|bfloat16|float8\w*)$")
+_STREAM_CALLS = frozenset({"torch.cuda.Stream", "torch.cuda.stream", "torch.cuda.set_stream",
+                           "torch.cuda.ExternalStream", "torch.cuda.StreamContext", "torch.Stream",
+                           "torch.cuda.streams.Stream"})
+
+
+def _tf32_dot(node: ast.Call) -> str | None:
+    """Why this tl.dot computes an fp32 product in TF32 (Triton's default on NVIDIA), or None."""
+    kw = {k.arg: k.value for k in node.keywords if k.arg}
+    precision = kw.get("input_precision")
+    if isinstance(precision, ast.Constant) and precision.value in ("ieee", "tf32x3"):
+        return None
+    allow = kw.get("allow_tf32")
+    if precision is None and isinstance(allow, ast.Constant) and allow.value is False:
+        return None
+    if precision is None and allow is None:
+        return ("tl.dot without input_precision='ieee' computes fp32 inputs in TF32 (10-bit mantissa) "
+                "on NVIDIA GPUs")
+    return f"tl.dot with {ast.unparse(precision if precision is not None else allow)} computes in TF32"
 _MUTATING_METHODS = frozenset({"append", "extend", "insert", "update", "setdefault", "add",
                                "__setitem__", "appendleft"})
 
@@ -280,6 +305,9 @@ class _Scanner(ast.NodeVisitor):
         self.module_names: set[str] = set()  # names assigned at module level
         self.has_kernel = False
         self._func_stack: list[ast.AST] = []
+        # Inside a @triton.jit body, `a @ b` and tensor methods (x.sum(), acc.to()) are Triton
+        # operations compiled into the kernel, not torch compute.
+        self._triton_depth = 0
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 for a in node.names:
@@ -369,15 +397,19 @@ class _Scanner(ast.NodeVisitor):
     def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         if node.name in ("__torch_function__", "__torch_dispatch__"):
             self.add(NO_TENSOR_SUBCLASS, node, f"defines {node.name}")
+        is_triton_kernel = False
         for dec in node.decorator_list:
             target = dec.func if isinstance(dec, ast.Call) else dec
             q = self.qualname(target) or ""
             if q == "triton.jit" and self.backend == "gpu":
                 self.has_kernel = True
+            is_triton_kernel = is_triton_kernel or q == "triton.jit"
             if q in ("functools.lru_cache", "functools.cache", "functools.cached_property"):
                 self.add(NO_STATE_ACROSS_CALLS, node, f"{node.name} is memoized with {q}")
         self._func_stack.append(node)
+        self._triton_depth += is_triton_kernel
         self.generic_visit(node)
+        self._triton_depth -= is_triton_kernel
         self._func_stack.pop()
 
     visit_FunctionDef = _visit_function
@@ -436,13 +468,13 @@ class _Scanner(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
-        if isinstance(node.op, ast.MatMult):
+        if isinstance(node.op, ast.MatMult) and not self._triton_depth:
             self.add(NO_TORCH_COMPUTE, node, "uses the @ operator (a torch matmul)")
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         q = self.qualname(node) or ""
-        if q in _HALF_DTYPES and not self.problem_is_half:
+        if (q in _HALF_DTYPES or _TRITON_HALF.match(q)) and not self.problem_is_half:
             self.add(NO_PRECISION_DOWNGRADE, node, f"uses {q} in an fp32 problem")
         if node.attr in _INTROSPECTION_ATTRS or q == "sys.modules":
             self.add(NO_INTROSPECTION, node, f"accesses {q or '.' + node.attr}")
@@ -469,6 +501,11 @@ class _Scanner(ast.NodeVisitor):
     def _check_qualified_call(self, q: str, node: ast.Call) -> None:
         if q in KERNEL_BUILDERS:
             self.has_kernel = True
+        if q in _STREAM_CALLS:
+            self.add(NO_SIDE_STREAMS, node, f"calls {q} (work on another CUDA stream escapes the timer)")
+        if q == "triton.language.dot" and self.backend == "gpu" and not self.problem_is_half:
+            if why := _tf32_dot(node):
+                self.add(NO_PRECISION_DOWNGRADE, node, why)
         if q.startswith("torch."):
             rest = q[len("torch."):]
             if not (rest in TORCH_ALLOWED_CALLS or _NN_LAYER.match(rest) or rest.startswith("utils.cpp_extension.")):
@@ -516,7 +553,7 @@ class _Scanner(ast.NodeVisitor):
             return  # a call into the candidate's own compiled library
         if isinstance(func.value, ast.Name) and func.value.id == "self" and name in TENSOR_COMPUTE_METHODS:
             return  # self.<submodule>(x): its forward is the candidate's own code (checked at runtime)
-        if name in TENSOR_COMPUTE_METHODS:
+        if name in TENSOR_COMPUTE_METHODS and not self._triton_depth:
             self.add(NO_TORCH_COMPUTE, node, f"calls .{name}() (torch compute on a tensor)")
         if name in ("half", "bfloat16") and not self.problem_is_half:
             self.add(NO_PRECISION_DOWNGRADE, node, f"calls .{name}() in an fp32 problem")

@@ -273,11 +273,19 @@ def verify(req: dict[str, Any], workdir: Path, problem, reference, candidate,
         counter.release()
         if failure := guard_failure("after the correctness trials"):
             return failure
+        timer = time_interleaved
+        if req.get("device", "cpu") == "cuda":  # GPU: events + device sync + L2 flush (gpu_timing.py)
+            from pragma.tools import gpu_timing
+
+            if why := gpu_timing.side_stream_problem(candidate, inputs):
+                return v.reject("no_side_streams", why)
+            v.note("no_side_streams", "pass", "runtime: launches on the current stream; output final at return")
+            timer = gpu_timing.timer_for(req.get("gpu_timing", "events"))
 
         announce(workdir, "time")
         impls = [("reference", reference), ("candidate", candidate)] + ([("best", best)] if best is not None else [])
-        timing = time_interleaved(impls, _inputs(problem, seed + 2000), int(req["warmup_calls"]),
-                                  float(req.get("warmup_s", 0.0)), int(req["timed_calls"]))
+        timing = timer(impls, _inputs(problem, seed + 2000), int(req["warmup_calls"]),
+                       float(req.get("warmup_s", 0.0)), int(req["timed_calls"]))
         last = timing.pop("last_outputs")
         cmp = compare(last["reference"], last["candidate"], atol, rtol)
         if not cmp["ok"]:

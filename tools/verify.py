@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pragma.graph.context import Context, data_dir
-from pragma.tools import anticheat, physical, sandbox, stats
+from pragma.tools import anticheat, backends, sandbox, stats
 
 Status = Literal["ok", "compile_error", "runtime_error", "mismatch", "timeout", "rejected"]
 STATUSES: tuple[str, ...] = Status.__args__  # type: ignore[attr-defined]
@@ -53,7 +53,7 @@ def request_for(problem_path: str, ctx: Context, mode: str) -> dict[str, Any]:
         "num_threads": ctx.num_threads,
         "atol": ctx.atol, "rtol": ctx.rtol, "correctness_trials": ctx.correctness_trials,
         "warmup_calls": ctx.warmup_calls, "warmup_s": ctx.warmup_s, "timed_calls": ctx.timed_calls,
-        "profile_calls": ctx.profile_calls,
+        "profile_calls": ctx.profile_calls, **backends.sandbox_request(ctx),
     }
 
 
@@ -157,16 +157,16 @@ def verify_candidate(problem_path: str, code: str, ctx: Context, *, best_code: s
         files["best.py"] = best_code
     outcome = sandbox.run_worker(
         request, compile_timeout_s=ctx.compile_timeout_s, run_timeout_s=ctx.run_timeout_s,
-        memory_limit_bytes=ctx.memory_limit_bytes, num_threads=ctx.num_threads,
-        extra_env=build_env(), files=files,
+        memory_limit_bytes=backends.memory_limit_bytes(ctx), num_threads=ctx.num_threads,
+        extra_env={**build_env(), **backends.sandbox_env(ctx)}, files=files,
     )
     res = outcome_to_result(outcome, ctx)
     res["checks"] = checks + list(res.get("checks") or [])
     t_stats = time.monotonic()
     if res["status"] == "ok":
         res.update(stats.summarize(res["samples_ms"]))
-        plaus = physical.plausibility(int(res["traffic_bytes"]), res["runtime_min_ms"],
-                                      res["ref_runtime_min_ms"], ctx.num_threads)
+        plaus = backends.plausibility(ctx, int(res["traffic_bytes"]), res["runtime_min_ms"],
+                                      res["ref_runtime_min_ms"])
         res["checks"].append({k: plaus[k] for k in ("rule", "verdict", "detail")})
         res.update(is_suspicious=plaus["is_suspicious"], bandwidth_bytes_per_s=plaus["bandwidth_bytes_per_s"],
                    min_time_bound_ms=plaus["min_time_bound_ms"])

@@ -6,7 +6,8 @@ Invoked as ``python -m pragma.tools.worker REQUEST.json``. It announces phases i
 Before any untrusted code runs (the problem's or the candidate's) the worker deletes the request
 file (it holds the held-out seed), confines its own writes with Landlock, and imports the
 measurement modules, so timers and guards are bound while the process is still the verifier's.
-It imports only ``cext``, ``landlock``, ``guards``, ``measure`` and ``region`` from pragma.
+It imports only ``cext``, ``landlock``, ``guards``, ``measure`` and ``region`` from pragma, plus
+``gpu_worker`` and ``gpu_timing`` for backend=gpu (Triton kernels, a CUDA ``device`` in the request).
 """
 
 from __future__ import annotations
@@ -96,12 +97,25 @@ def _failure(exc: BaseException, req: dict[str, Any], builds: list[dict[str, Any
             "log_tail": traceback.format_exc()[-4000:], "builds": builds, "failed_phase": _PHASE[0]}
 
 
+def _placed(model, req: dict[str, Any]):
+    """KernelBench moves ModelNew to the GPU after constructing it; the verifier does the same."""
+    if req.get("device", "cpu") == "cpu":
+        return model
+    from pragma.tools.gpu_worker import to_device
+
+    return to_device(model, req["device"])
+
+
 def _build(req: dict[str, Any], workdir: Path, make_baseline=None):
     import torch
 
     torch.set_num_threads(int(req["num_threads"]))
     _announce(workdir, "load_problem")
     problem = _import_file(req["problem_path"], "pragma_problem")
+    if req.get("device", "cpu") != "cpu":  # reference and inputs on the device, as KernelBench puts them
+        from pragma.tools.gpu_worker import on_device
+
+        problem = on_device(problem, req["device"])
     seed = int(req["seed"])
     torch.manual_seed(seed)
     init_inputs = list(problem.get_init_inputs())
@@ -115,11 +129,11 @@ def _build(req: dict[str, Any], workdir: Path, make_baseline=None):
     if not hasattr(candidate_module, "ModelNew"):
         raise AttributeError("candidate defines no class ModelNew")
     torch.manual_seed(seed)
-    candidate = candidate_module.ModelNew(*init_inputs)
+    candidate = _placed(candidate_module.ModelNew(*init_inputs), req)
     return problem, reference, candidate, baseline, init_inputs
 
 
-def _build_best(workdir: Path, init_inputs: list[Any], seed: int) -> tuple[Any, str]:
+def _build_best(workdir: Path, init_inputs: list[Any], seed: int, req: dict[str, Any]) -> tuple[Any, str]:
     """The current historical best, for the head-to-head timing; (None, why) if it will not load."""
     if not (workdir / "best.py").exists():
         return None, ""
@@ -129,7 +143,7 @@ def _build_best(workdir: Path, init_inputs: list[Any], seed: int) -> tuple[Any, 
     try:
         module = _import_file(str(workdir / "best.py"), "pragma_best")
         torch.manual_seed(seed)
-        return module.ModelNew(*init_inputs), ""
+        return _placed(module.ModelNew(*init_inputs), req), ""
     except BaseException as exc:  # the best passed before; if it fails now, say so and go on
         return None, f"{type(exc).__name__}: {str(exc)[:500]}"
 
@@ -173,6 +187,10 @@ def _confine(request_path: str, req: dict[str, Any], workdir: Path) -> dict[str,
 
     os.unlink(request_path)
     writable = [str(workdir), *req.get("writable_paths", [])]
+    if req.get("device", "cpu") == "cuda":  # CUDA opens the GPU's device nodes read-write
+        from pragma.tools.gpu_worker import writable_device_paths
+
+        writable += writable_device_paths("cuda")
     return {"filesystem": landlock.confine(writable)}
 
 
@@ -196,6 +214,10 @@ def main(request_path: str) -> int:
         counter.wrap_cext(cext)
         if req.get("backend") == "gpu":
             counter.wrap_triton()
+    if req.get("backend") == "gpu":  # interpreter plumbing, autotune on CPU, stream checks (gpu_worker.py)
+        from pragma.tools.gpu_worker import install_triton_hook
+
+        install_triton_hook(counter, req.get("device", "cpu"))
     try:
         _record_load_inline(builds, counter)
         make_baseline = (lambda: guards.Baseline(int(req["num_threads"]))) if counter is not None else None
@@ -206,15 +228,21 @@ def main(request_path: str) -> int:
     best_error = ""
     try:
         if req["mode"] == "verify":
-            best, best_error = _build_best(workdir, init_inputs, int(req["seed"]))
+            best, best_error = _build_best(workdir, init_inputs, int(req["seed"]), req)
             result = measure.verify(req, workdir, problem, reference, candidate, _announce, best=best,
                                     baseline=baseline, counter=counter)
+        elif req.get("device", "cpu") == "cuda":
+            from pragma.tools.gpu_worker import profile_region
+
+            result = profile_region(req, workdir, problem, candidate, _announce)
         else:
             result = region.profile_region(req, workdir, problem, candidate, _announce)
     except BaseException as exc:
         result = _failure(exc, req, builds)
     result["builds"] = builds
     result["isolation"] = isolation
+    if req.get("backend") == "gpu":  # where the kernels ran: a CUDA device or the Triton interpreter
+        result["device"] = req.get("device_note") or req.get("device", "cpu")
     if best_error:
         result["best_error"] = best_error
     _announce(workdir, "done")

@@ -1,4 +1,4 @@
-"""Every metric the CPU profiler collects by default, in one place.
+"""Every metric the CPU and GPU profilers collect by default, in one place.
 
 Names are stable: the Conductor reads them in profiles and diffs, may ask for them again by name,
 and the knowledge compendium describes each one. A metric in a profile is always
@@ -86,10 +86,67 @@ DEFAULT_CPU_METRICS: dict[str, MetricSpec] = {
     "roofline_pct": _m("%", "roofline", "higher", "achieved GFLOP/s / attainable GFLOP/s at this intensity"),
 }
 
+_STALL = "warp cycles per issued instruction spent stalled on "
+# The GPU profiler (profilers/gpu.py, ncu.py) in Nsight Compute's own metric names, so the
+# Conductor can ask ncu for neighbours by the same spelling. Values are per forward call of the
+# candidate: times and bytes summed over its kernel launches, %/ratios weighted by kernel time,
+# launch__* figures of the kernel that takes the most time.
+DEFAULT_GPU_METRICS: dict[str, MetricSpec] = {
+    "gpu__time_duration.sum": _m("us/call", "ncu", "lower", "GPU time of the candidate's kernels per call"),
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed": _m("%", "ncu", "", "compute speed of light: busiest SM unit"),
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": _m(
+        "%", "ncu", "", "memory speed of light: busiest memory unit (DRAM, L2, L1)"),
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed": _m("%", "ncu", "", "DRAM bandwidth used, % of peak"),
+    "dram__bytes.sum": _m("bytes/call", "ncu", "lower", "bytes moved to and from DRAM per call"),
+    "lts__throughput.avg.pct_of_peak_sustained_elapsed": _m("%", "ncu", "", "L2 bandwidth used, % of peak"),
+    "lts__t_sector_hit_rate.pct": _m("%", "ncu", "higher", "L2 sector hit rate"),
+    "sm__warps_active.avg.pct_of_peak_sustained_active": _m("%", "ncu", "higher", "achieved occupancy"),
+    "sm__maximum_warps_per_active_cycle_pct": _m("%", "ncu", "higher", "theoretical occupancy"),
+    "launch__occupancy_limit_registers": _m("blocks/SM", "ncu", "", "resident blocks allowed by registers"),
+    "launch__occupancy_limit_shared_mem": _m("blocks/SM", "ncu", "", "resident blocks allowed by shared memory"),
+    "launch__occupancy_limit_warps": _m("blocks/SM", "ncu", "", "resident blocks allowed by the warp limit"),
+    "launch__occupancy_limit_blocks": _m("blocks/SM", "ncu", "", "resident blocks allowed by the block limit"),
+    "launch__registers_per_thread": _m("registers/thread", "ncu", "", "registers allocated per thread"),
+    "launch__shared_mem_per_block_static": _m("bytes/block", "ncu", "", "static shared memory per block"),
+    "launch__shared_mem_per_block_dynamic": _m("bytes/block", "ncu", "", "dynamic shared memory per block"),
+    "launch__waves_per_multiprocessor": _m("waves", "ncu", "", "grid size over what the SMs hold at once"),
+    "launch__grid_size": _m("blocks", "ncu", "", "blocks in the grid"),
+    "launch__block_size": _m("threads/block", "ncu", "", "threads per block"),
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active": _m(
+        "%", "ncu", "", "tensor pipe busy, % of active cycles"),
+    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active": _m(
+        "%", "ncu", "", "HMMA tensor pipe busy, % of active cycles"),
+    "smsp__issue_active.avg.pct_of_peak_sustained_active": _m("%", "ncu", "higher", "cycles a warp instruction issued"),
+    "smsp__thread_inst_executed_per_inst_executed.ratio": _m(
+        "threads/instruction", "ncu", "higher", "active threads per warp instruction (32 = no divergence)"),
+    "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio": _m(
+        "cycles/issue", "ncu", "lower", _STALL + "global/local memory (L1TEX) results"),
+    "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio": _m(
+        "cycles/issue", "ncu", "lower", _STALL + "shared memory / MIO results"),
+    "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio": _m(
+        "cycles/issue", "ncu", "lower", _STALL + "block-wide barriers"),
+    "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio": _m(
+        "cycles/issue", "ncu", "lower", _STALL + "a full MIO (shared memory) queue"),
+    "smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio": _m(
+        "cycles/issue", "ncu", "lower", _STALL + "a full local/global memory queue"),
+    "smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio": _m(
+        "cycles/issue", "ncu", "lower", _STALL + "a busy math pipe"),
+    "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio": _m(
+        "cycles/issue", "ncu", "lower", _STALL + "fixed-latency dependencies"),
+    "smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio": _m(
+        "cycles/issue", "ncu", "", _STALL + "another eligible warp being picked"),
+    "torch_profiler_kernel_ms": _m("ms/call", "torch_profiler", "lower",
+                                   "device time of the candidate's kernels per call (CUPTI, no counters)"),
+}
+
+
+def _spec(name: str) -> MetricSpec | None:
+    return DEFAULT_CPU_METRICS.get(name) or DEFAULT_GPU_METRICS.get(name)
+
 
 def metric(name: str, value: float, source: str, unit: str | None = None) -> dict[str, Any]:
     """One metric entry; the unit defaults to the catalog's."""
-    spec = DEFAULT_CPU_METRICS.get(name)
+    spec = _spec(name)
     return {"value": float(value), "unit": unit or (spec.unit if spec else "count"), "source": source}
 
 
@@ -98,5 +155,5 @@ def unavailable(reason: str) -> dict[str, str]:
 
 
 def better_direction(name: str) -> str:
-    spec = DEFAULT_CPU_METRICS.get(name)
+    spec = _spec(name)
     return spec.better if spec else ""
