@@ -14,6 +14,7 @@ import scripted
 import torch
 from conftest import pragma_env
 from rich.console import Console
+from test_triton_verify import CANDIDATES, PROBLEMS
 
 import pragma.nodes.llm as llm
 from pragma.graph import runner, runs
@@ -22,7 +23,6 @@ from pragma.nodes import prompts
 from pragma.tools import backends
 from pragma.tools.problem import read_problem
 from pragma.tools.profilers import gpu
-from test_triton_verify import CANDIDATES, PROBLEMS
 
 HAS_CUDA = torch.cuda.is_available()
 no_cuda_only = pytest.mark.skipif(HAS_CUDA, reason="this machine has CUDA: the no-GPU paths cannot be observed")
