@@ -8,7 +8,8 @@ import time
 import pytest
 from conftest import CANDIDATES, EXAMPLES, pragma_env
 
-REQUIRED = ("status", "message", "speedup", "runtime_ms", "ref_runtime_ms", "max_abs_diff")
+REQUIRED = ("status", "message", "speedup", "runtime_ms", "ref_runtime_ms", "max_abs_diff",
+            "checks", "speedup_ci", "samples_ms", "sandbox", "is_new_best")
 
 
 def verify(data_dir, candidate, *extra, problem=EXAMPLES / "relu.py"):
@@ -34,6 +35,9 @@ def test_verify_exit_code_and_json(isolated_data_dir, name, code, status):
     if status == "ok":
         assert result["speedup"] > 0 and result["runtime_ms"] > 0 and result["ref_runtime_ms"] > 0
         assert result["max_abs_diff"] <= 1e-4
+        low, high = result["speedup_ci"]
+        assert low <= result["speedup"] <= high and len(result["samples_ms"]["candidate"]) == 10
+        assert all(c["verdict"] in ("pass", "warn", "skip") for c in result["checks"])
     if status == "mismatch":
         assert result["max_abs_diff"] > 0.01  # leaky slope 0.1 on randn inputs
     if status == "compile_error":
