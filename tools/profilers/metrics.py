@@ -111,7 +111,6 @@ DEFAULT_GPU_METRICS: dict[str, MetricSpec] = {
     "launch__shared_mem_per_block_dynamic": _m("bytes/block", "ncu", "", "dynamic shared memory per block"),
     "launch__waves_per_multiprocessor": _m("waves", "ncu", "", "grid size over what the SMs hold at once"),
     "launch__grid_size": _m("blocks", "ncu", "", "blocks in the grid"),
-    "launch__block_size": _m("threads/block", "ncu", "", "threads per block"),
     "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active": _m(
         "%", "ncu", "", "tensor pipe busy, % of active cycles"),
     "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active": _m(
