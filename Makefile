@@ -8,7 +8,7 @@ LOCAL_STAMP := $(VENV)/.installed-local
 # llama.cpp for the embedded model, portable x86-64 flags (no -march=native in a shared wheel cache).
 LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: setup setup-local system-tools demo test test-fast test-local lint bench bench-retrieval clean
+.PHONY: setup setup-local system-tools demo test test-fast test-local lint bench bench-retrieval eval-overhead clean
 
 setup: $(STAMP) system-tools
 
@@ -63,8 +63,20 @@ test-fast: setup
 lint: setup
 	$(BIN)/ruff check graph nodes tools knowledge eval tests
 
+OVERHEAD_RUN := overhead-$(shell date +%Y%m%d-%H%M%S)
+# The CPU suite in no-profile mode with the scripted model (real kernels, no LLM): the harness's
+# own overhead on this machine, and a report to look at (pragma-out/eval-overhead/).
+eval-overhead: setup
+	mkdir -p pragma-out
+	$(BIN)/python -c "import json, sys, pathlib; sys.path.insert(0, 'tests/data/eval'); import scripted_suite as s; \
+	  json.dump(s.build_script([p.stem for p in pathlib.Path('eval/suites/cpu').glob('*.py')]), open('pragma-out/eval-script.json', 'w'))"
+	$(BIN)/python tests/data/eval/scripted_suite.py pragma-out/eval-script.json eval run eval/suites/cpu \
+	  --mode no-profile --workers 2 --max-iterations 1 --coder-model scripted:coder --run-id $(OVERHEAD_RUN)
+	$(BIN)/pragma eval report $(OVERHEAD_RUN) --out pragma-out/eval-overhead
+
 bench: setup
 	$(BIN)/python -m pragma.eval.bench_compile
+	$(BIN)/python -m pragma.eval.bench_profiler
 	$(BIN)/python -m pragma.eval.bench_verifier
 
 # Knowledge store: recall@3 on engineers' questions and the seed build time on this machine.

@@ -9,7 +9,7 @@ Script JSON: ``{"problems": {NAME: {ROLE: {"1": text, "*": text}}}, "default": {
 
 Hooks (environment, so forked and exec'd job processes see them):
 - PRAGMA_EVAL_SCRIPT: the script file ``install()`` loads;
-- PRAGMA_TEST_LLM_LOG: JSONL file; every call appends {problem, role, attempt, pid};
+- PRAGMA_TEST_LLM_LOG: JSONL file; every call appends {problem, role, attempt, pid, saw_profile, saw_feedback};
 - PRAGMA_TEST_HANG_AT=problem:role:N: that call writes PRAGMA_TEST_HANG_MARKER (its pid) and sleeps.
 
 Command line (the real CLI with this model installed):
@@ -63,8 +63,11 @@ class SuiteScriptedChatModel(BaseChatModel):
         attempt, problem = (int(attempts[-1]) if attempts else 0), (problems[-1] if problems else "")
         if log := os.environ.get("PRAGMA_TEST_LLM_LOG"):
             with open(log, "a") as f:
-                f.write(json.dumps({"problem": problem, "role": self.role, "attempt": attempt,
-                                    "pid": os.getpid()}) + "\n")
+                f.write(json.dumps({"problem": problem, "role": self.role, "attempt": attempt, "pid": os.getpid(),
+                                    # what the prompt showed: a profile (PRAGMA's Conductor), verifier
+                                    # feedback (the single agent's Coder)
+                                    "saw_profile": "<current_profile>" in prompt,
+                                    "saw_feedback": "<verifier status=" in prompt}) + "\n")
         if os.environ.get("PRAGMA_TEST_HANG_AT") == f"{problem}:{self.role}:{attempt}":
             Path(os.environ["PRAGMA_TEST_HANG_MARKER"]).write_text(str(os.getpid()))
             time.sleep(3600)

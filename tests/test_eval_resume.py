@@ -1,0 +1,122 @@
+"""Resume after SIGKILL mid-suite, the hard per-problem budget, and killing whole process trees."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, pragma_env
+from rich.console import Console
+
+from pragma.eval import harness, store, supervise
+from pragma.eval.db import ResultsDB
+from pragma.graph.context import resolve_context
+
+EVAL_DATA = Path(__file__).parent / "data" / "eval"
+sys.path.insert(0, str(EVAL_DATA))
+import scripted_suite  # noqa: E402
+
+CLI = str(EVAL_DATA / "scripted_suite.py")
+SUITE = str(ROOT / "eval" / "suites" / "cpu")
+FAST = {"PRAGMA_WARMUP_S": "0.05"}
+
+
+def calls(log: Path) -> list[tuple[str, str, int]]:
+    return [(e["problem"], e["role"], e["attempt"]) for e in map(json.loads, log.read_text().splitlines())]
+
+
+def test_resume_after_sigkill_mid_suite_loses_no_finished_attempt(tmp_path, isolated_data_dir):
+    # Sequential (one worker), so the kill lands at a known point: the first problem finished,
+    # the second between its attempts, the third not started.
+    problems = ["huber_elementwise", "leaky_relu", "max_reduction"]
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(scripted_suite.build_script(problems)))
+    log, marker = tmp_path / "llm.jsonl", tmp_path / "hanging"
+    env = pragma_env(isolated_data_dir, **FAST, PRAGMA_TEST_LLM_LOG=str(log),
+                     PRAGMA_TEST_HANG_AT="leaky_relu:coder:2", PRAGMA_TEST_HANG_MARKER=str(marker))
+    args = [sys.executable, CLI, str(script), "eval", "run", SUITE, "--mode", "no-profile", "--workers", "1",
+            "--max-iterations", "2", "--coder-model", "scripted:coder", "--run-id", "killed"]
+    for p in problems:
+        args += ["--problems", p]
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    deadline = time.monotonic() + 400
+    while not marker.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0]
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)  # the harness and its worker, mid-suite
+    proc.communicate(timeout=30)
+
+    db = ResultsDB(str(isolated_data_dir / "eval" / "results.sqlite"))
+    status = {r["problem"]: r["status"] for r in db.problems("killed")}
+    assert status == {"huber_elementwise": "finished", "leaky_relu": "running", "max_reduction": "pending"}
+    before = {(a["problem"], a["iteration"]): a for a in db.attempts("killed")}
+    assert set(before) == {("huber_elementwise", 1), ("huber_elementwise", 2), ("leaky_relu", 1)}
+    n_calls = len(calls(log))
+
+    env.pop("PRAGMA_TEST_HANG_AT")
+    resumed = subprocess.run([sys.executable, CLI, str(script), "eval", "run", "--resume", "killed"], env=env,
+                             capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    after = calls(log)[n_calls:]
+    # Nothing finished is redone: huber is skipped, leaky_relu continues at the killed call.
+    assert not [c for c in after if c[0] == "huber_elementwise"]
+    assert [c for c in after if c[0] == "leaky_relu"] == [("leaky_relu", "coder", 2)]
+    assert [c for c in after if c[0] == "max_reduction"][0] == ("max_reduction", "coder", 1)
+    final = {(a["problem"], a["iteration"]): a for a in db.attempts("killed")}
+    assert set(final) == {(p, i) for p in problems for i in (1, 2)}
+    for key, row in before.items():  # recorded before the kill, kept as they were
+        assert final[key]["recorded_at"] == row["recorded_at"] and final[key]["status"] == row["status"]
+    assert all(r["status"] == "finished" for r in db.problems("killed"))
+    assert db.run("killed")["status"] == "finished"
+
+
+def test_a_job_over_its_budget_is_killed_and_recorded(tmp_path, isolated_data_dir, monkeypatch):
+    script = {"problems": {}, "default": {"coder": {"*": "never answered"}}}
+    marker = tmp_path / "hanging"
+    monkeypatch.setattr("pragma.nodes.llm.load_chat_model", scripted_suite.loader_for(script))
+    monkeypatch.setenv("PRAGMA_TEST_HANG_AT", "leaky_relu:coder:1")
+    monkeypatch.setenv("PRAGMA_TEST_HANG_MARKER", str(marker))
+    ctx = resolve_context(coder_model="scripted:coder", max_iterations=2)
+    run_id = harness.create_run(SUITE, ["single-agent"], ctx, harness.RunSettings(workers=1, problem_budget_s=25),
+                                patterns=["leaky_relu"], run_id="budget")
+    started = time.monotonic()
+    counts = harness.execute(run_id, Console(file=open(os.devnull, "w")))
+    assert counts == {"budget_exceeded": 1}
+    assert time.monotonic() - started < 120
+    [row] = ResultsDB(store.default_results_url()).problems(run_id)
+    assert row["status"] == "budget_exceeded" and "budget of 25 s" in row["message"]
+    assert row["wall_s"] >= 25 and not row["solved"]
+    hung_pid = int(marker.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(hung_pid, 0)
+    # Over-budget jobs are final: a resume has nothing left to do.
+    assert harness.execute(run_id, Console(file=open(os.devnull, "w"))) == {}
+
+
+def test_kill_tree_reaches_descendants_in_other_sessions():
+    """Sandboxes run in sessions of their own: killing the job's group would miss them."""
+    code = ("import subprocess, sys, time\n"
+            "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'], start_new_session=True)\n"
+            "print(child.pid, flush=True)\n"
+            "time.sleep(600)\n")
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    grandchild = int(parent.stdout.readline())
+    assert supervise.kill_tree(parent.pid) == 2
+    parent.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(grandchild, 0)  # still there (a zombie until init reaps it) or gone
+            with open(f"/proc/{grandchild}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    break
+        except (ProcessLookupError, FileNotFoundError):
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("the grandchild in its own session survived kill_tree")
