@@ -25,6 +25,7 @@ MAX_EXTRA = 8
 MAX_NAME_CHARS = 80
 EVENT = re.compile(r"^[A-Za-z][\w.\-]*(:[ukhGHpPSD]+)?$")
 PMU_EVENT = re.compile(r"^[A-Za-z][\w\-]*/[\w.=,\-]+/[ukhGHpPSD]*$")
+PMU_NAME = re.compile(r"^[A-Za-z][\w\-]*$")
 RAW_EVENT = re.compile(r"^r[0-9a-fA-F]{1,16}(:[ukhGH]+)?$")
 METRIC_LIKE = re.compile(r"^(tma_\w+|Topdown\w*|TopDown\w*|Pipeline\w*)$")
 ALIASES = {"topdown": "topdown", "top-down": "topdown", "callgrind": "simulation", "cache-simulation": "simulation",
@@ -88,7 +89,8 @@ def split_names(text: str) -> list[str]:
     """Split a comma-separated list, keeping commas inside a ``pmu/a=1,b=2/`` term."""
     names, current, depth = [], "", 0
     for ch in text:
-        if ch == "/":
+        # A slash opens a pmu term only right after a pmu name ("cpu/"), and the next one closes it.
+        if ch == "/" and (depth or PMU_NAME.match(current.strip())):
             depth ^= 1
         if ch == "," and not depth:
             names.append(current)
