@@ -15,6 +15,9 @@ from conftest import CANDIDATES, EXAMPLES, pragma_env
 
 ADVERSARIAL = Path(__file__).parent / "data" / "adversarial"
 QUICK = ["--set", "timed_calls=10", "--set", "warmup_calls=2", "--set", "warmup_s=0.05"]
+# The installed console script is exactly what users run; fall back to the module in a bare checkout.
+_SCRIPT = Path(sys.executable).with_name("pragma")
+PRAGMA = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "pragma.graph.cli"]
 ESCAPE_MARKER = Path("/tmp/pragma-redteam-escape.txt")  # what write_outside.py tries to create
 FORK_MARKER = "sleep 4242.4242"  # what fork_process.py leaves behind if the sandbox lets it
 
@@ -49,7 +52,7 @@ def cases(layer: str) -> list:
 
 
 def run_verify(data_dir: Path, problem: Path, candidate: Path, extra: list[str]) -> tuple[int, dict]:
-    proc = subprocess.run([sys.executable, "-m", "pragma.graph.cli", "verify", str(problem), str(candidate),
+    proc = subprocess.run([*PRAGMA, "verify", str(problem), str(candidate),
                            "--json", *QUICK, *extra], env=pragma_env(data_dir), capture_output=True, text=True,
                           timeout=600)
     assert proc.stdout.strip(), proc.stderr
