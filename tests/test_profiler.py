@@ -135,17 +135,6 @@ def test_cache_geometry_is_explicit_and_rounded_to_power_of_two_sets():
     assert "--cache-sim=yes" in cmd and "--branch-sim=yes" in cmd and "--LL=167772160,20,64" in cmd
 
 
-def test_cache_levels_read_from_sysfs(tmp_path):
-    for idx, (level, kind, size, ways) in enumerate([(1, "Data", "48K", 12), (2, "Unified", "2048K", 16)]):
-        d = tmp_path / f"index{idx}"
-        d.mkdir()
-        for name, value in (("level", level), ("type", kind), ("size", size), ("ways_of_associativity", ways),
-                            ("coherency_line_size", 64)):
-            (d / name).write_text(f"{value}\n")
-    levels = hardware.cache_levels(tmp_path)
-    assert [(c["name"], c["size_bytes"], c["sets"]) for c in levels] == [("L1d", 49152, 64), ("L2", 2**21, 2048)]
-
-
 # --- hot spots, static evidence --------------------------------------------------------------
 
 def test_hotspot_parser_on_real_perf_report():

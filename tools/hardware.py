@@ -289,6 +289,16 @@ def peaks(measure: bool = True, force: bool = False) -> dict[str, Any]:
     return result
 
 
+def measured_peaks() -> dict[str, float]:
+    """The cached peaks in flat form for other modules (the verifier's plausibility bound reads
+    ``memory_bandwidth_gbps``); empty until a profile measured them. Never measures."""
+    peak = cached_peaks()
+    if not peak:
+        return {}
+    return {"memory_bandwidth_gbps": max(peak["triad_gbs_1t"], peak["triad_gbs_all"]),
+            "fp32_gflops": max(peak["fma_gflops_1t"], peak["fma_gflops_all"])}
+
+
 def peaks_for_threads(peak: dict[str, Any], num_threads: int) -> tuple[float, float]:
     """(GFLOP/s, GB/s) attainable with ``num_threads``: FLOP/s scale with cores, bandwidth saturates."""
     cores = max(1, int(peak.get("cores", 1)))
