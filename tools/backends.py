@@ -19,9 +19,11 @@ from pragma.graph.context import Context, data_dir
 
 log = logging.getLogger(__name__)
 
-# Variables a GPU sandbox needs to find the driver and the toolchain (none is a secret).
-GPU_ENV_PASSTHROUGH = ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "TRITON_LIBCUDA_PATH", "TRITON_PTXAS_PATH",
-                       "CUDA_HOME")
+# Variables a GPU sandbox passes through (none is a secret). Only values that are not directories:
+# the sandbox makes every absolute directory in its extra environment writable (Landlock), so
+# LD_LIBRARY_PATH, CUDA_HOME or TRITON_LIBCUDA_PATH would open the CUDA install to writes; Triton
+# finds libcuda through ldconfig instead.
+GPU_ENV_PASSTHROUGH = ("CUDA_VISIBLE_DEVICES", "TRITON_PTXAS_PATH")
 # Inputs are flushed from L2 before every timed call, but outputs may still be absorbed by L2:
 # a kernel can beat DRAM bandwidth on its write half. Only times below half the DRAM bound are
 # impossible.
@@ -92,7 +94,7 @@ def sandbox_env(ctx: Context) -> dict[str, str]:
     cache = data_dir() / "build" / "triton"
     cache.mkdir(parents=True, exist_ok=True)
     env = {"TRITON_CACHE_DIR": str(cache)}
-    env.update({k: os.environ[k] for k in GPU_ENV_PASSTHROUGH if os.environ.get(k)})
+    env.update({k: v for k in GPU_ENV_PASSTHROUGH if (v := os.environ.get(k)) and not os.path.isdir(v)})
     return env
 
 
