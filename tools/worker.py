@@ -214,11 +214,11 @@ def main(request_path: str) -> int:
         counter.wrap_cext(cext)
         if req.get("backend") == "gpu":
             counter.wrap_triton()
-    if req.get("backend") == "gpu":  # interpreter plumbing, autotune on CPU, stream checks (gpu_worker.py)
-        from pragma.tools.gpu_worker import install_triton_hook
-
-        install_triton_hook(counter, req.get("device", "cpu"))
     try:
+        if req.get("backend") == "gpu":  # interpreter plumbing, autotune on CPU, stream checks (gpu_worker.py)
+            from pragma.tools.gpu_worker import install_triton_hook
+
+            install_triton_hook(counter, req.get("device", "cpu"))  # a CUDA failure here is a result
         _record_load_inline(builds, counter)
         make_baseline = (lambda: guards.Baseline(int(req["num_threads"]))) if counter is not None else None
         problem, reference, candidate, baseline, init_inputs = _build(req, workdir, make_baseline)
