@@ -78,7 +78,7 @@ def test_every_problem_and_mode_finishes_with_every_attempt_recorded(slice_run):
     per_job = defaultdict(list)
     for a in attempts:
         per_job[(a["problem"], a["mode"])].append(a["iteration"])
-    assert all(sorted(v) == list(range(1, ITERATIONS + 1)) for v in per_job.values()) and len(per_job) == 18
+    assert all(sorted(v) == list(range(1, ITERATIONS + 1)) for v in per_job.values()) and len(per_job) == len(SLICE) * len(MODES)
     for a in attempts:
         assert a["input_tokens"] > 0 and a["output_tokens"] > 0 and a["verify_wall_s"] > 0
         if a["status"] == "ok":
@@ -104,12 +104,16 @@ def test_each_mode_runs_its_own_agents(slice_run):
             assert no_profile["best"]["profile"]["status"] == "skipped"
     coder_2 = [c for c in calls if c["role"] == "coder" and c["attempt"] == 2]
     assert sum(c["saw_feedback"] for c in coder_2) == len(SLICE)  # the single-agent Coder's prompts
-    conductor = [c for c in calls if c["role"] == "conductor"]
+    conductor = [c for c in calls if c["node"] == "conductor"]
+    repair = [c for c in calls if c["node"] == "repair"]
+    assert {c["problem"] for c in repair} == set(BROKEN_FIRST) and not any(c["saw_profile"] for c in repair)
     assert conductor, "no problem reached the Conductor"
-    # The Conductor saw a profile in PRAGMA mode and none in N-PRAGMA: one call each per problem.
+    # The Conductor saw a profile in PRAGMA mode and none in N-PRAGMA: one call each per problem
+    # whose first attempt was correct (a failed one goes to repair instead).
     by_problem = defaultdict(list)
     for c in conductor:
         by_problem[c["problem"]].append(c["saw_profile"])
+    assert set(by_problem) == set(SLICE) - set(BROKEN_FIRST)
     assert all(sorted(v) == [False, True] for v in by_problem.values()), by_problem
 
 

@@ -9,7 +9,8 @@ Script JSON: ``{"problems": {NAME: {ROLE: {"1": text, "*": text}}}, "default": {
 
 Hooks (environment, so forked and exec'd job processes see them):
 - PRAGMA_EVAL_SCRIPT: the script file ``install()`` loads;
-- PRAGMA_TEST_LLM_LOG: JSONL file; every call appends {problem, role, attempt, pid, saw_profile, saw_feedback};
+- PRAGMA_TEST_LLM_LOG: JSONL file; every call appends {problem, role, node, attempt, pid, saw_profile,
+  saw_feedback};
 - PRAGMA_TEST_HANG_AT=problem:role:N: that call writes PRAGMA_TEST_HANG_MARKER (its pid) and sleeps.
 
 Command line (the real CLI with this model installed):
@@ -61,9 +62,13 @@ class SuiteScriptedChatModel(BaseChatModel):
         prompt = "\n".join(str(m.content) for m in messages)
         attempts, problems = ATTEMPT.findall(prompt), PROBLEM.findall(prompt)
         attempt, problem = (int(attempts[-1]) if attempts else 0), (problems[-1] if problems else "")
+        from pragma.nodes.recording import current_call
+
+        node = current_call.get()[0] or self.role  # repair and conductor share the conductor role
         if log := os.environ.get("PRAGMA_TEST_LLM_LOG"):
             with open(log, "a") as f:
-                f.write(json.dumps({"problem": problem, "role": self.role, "attempt": attempt, "pid": os.getpid(),
+                f.write(json.dumps({"problem": problem, "role": self.role, "node": node, "attempt": attempt,
+                                    "pid": os.getpid(),
                                     # what the prompt showed: a profile (PRAGMA's Conductor), verifier
                                     # feedback (the single agent's Coder)
                                     "saw_profile": "<current_profile>" in prompt,
