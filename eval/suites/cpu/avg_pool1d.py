@@ -4,7 +4,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-batch = 32
+batch = 16
 channels = 128
 length = 1023
 

@@ -5,7 +5,7 @@ from torch import nn
 
 # The module stays in training mode (as KernelBench leaves it): the output uses the batch's own
 # mean and biased variance; the running-stat update is a side effect nobody checks.
-batch = 16
+batch = 32
 channels = 32
 height = 47
 width = 45

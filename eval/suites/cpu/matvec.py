@@ -3,7 +3,7 @@
 import torch
 from torch import nn
 
-rows = 4097
+rows = 8191
 cols = 2049
 
 

@@ -3,7 +3,7 @@
 import torch
 from torch import nn
 
-batch = 8
+batch = 16
 in_channels = 64
 out_channels = 96
 height = 41

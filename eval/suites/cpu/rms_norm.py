@@ -11,8 +11,9 @@ eps = 1e-6
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
-        # A non-trivial weight, so a kernel that ignores it fails.
-        self.weight = nn.Parameter(1.0 + 0.5 * torch.randn(features))
+        # A non-trivial weight (a kernel that ignores it fails), initialised like nn layers are.
+        self.weight = nn.Parameter(torch.empty(features))
+        nn.init.normal_(self.weight, mean=1.0, std=0.5)
 
     def forward(self, x):
         return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * self.weight
