@@ -121,21 +121,37 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
-def sweep_token(token: str) -> int:
-    """Kill every process whose environment carries ``token`` (escaped the group); returns how many."""
-    needle = f"{TOKEN_VAR}={token}".encode()
-    killed = 0
+def _carriers(needle: bytes) -> list[int]:
+    """Live (not zombie) processes whose environment contains ``needle``."""
+    pids = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
         try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                if f.read().rsplit(b")", 1)[-1].split()[0] in (b"Z", b"X"):
+                    continue  # already dead, waiting to be reaped
             with open(f"/proc/{entry}/environ", "rb") as f:
                 if needle in f.read().split(b"\0"):
-                    os.kill(int(entry), signal.SIGKILL)
-                    killed += 1
-        except (OSError, ValueError):
+                    pids.append(int(entry))
+        except (OSError, ValueError, IndexError):
             continue
-    return killed
+    return pids
+
+
+def sweep_token(token: str, grace_s: float = 1.0) -> int:
+    """Kill every process whose environment carries ``token`` and that is still alive ``grace_s``
+    after the group was killed (a PID namespace takes a moment to tear down); returns how many."""
+    needle = f"{TOKEN_VAR}={token}".encode()
+    deadline = time.monotonic() + grace_s
+    while (pids := _carriers(needle)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return len(pids)
 
 
 def _progress(progress: Path) -> list[tuple[str, float]]:
