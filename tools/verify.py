@@ -43,6 +43,7 @@ def empty_result(status: Status, message: str, log_tail: str = "") -> dict[str, 
         "is_suspicious": False, "traffic_bytes": 0, "bandwidth_bytes_per_s": 0.0, "min_time_bound_ms": 0.0,
         "holdout_ok": False, "is_new_best": False, "acceptance": "",
         "best_runtime_ms": 0.0, "speedup_vs_best": 0.0, "speedup_vs_best_ci": [0.0, 0.0],
+        "speedup_of_minimums": 0.0,
         "cpu_ratio": {}, "warmup_rounds": 0, "warmup_elapsed_s": 0.0,
     }
 
