@@ -78,14 +78,16 @@ def test_keep_best_obeys_the_verifiers_decision():
 
 def test_plausibility_flags_times_below_the_memory_traffic_bound(isolated_data_dir):
     traffic = 64 * 2**20
-    real = physical.plausibility(traffic, runtime_min_ms=5.0, ref_runtime_min_ms=6.0, num_threads=1)
+    real = physical.plausibility(traffic, runtime_ms=5.0, ref_runtime_min_ms=6.0, num_threads=1)
     assert real["verdict"] == "pass" and not real["is_suspicious"] and real["bandwidth_bytes_per_s"] > 0
-    absurd = physical.plausibility(traffic, runtime_min_ms=1e-4, ref_runtime_min_ms=6.0, num_threads=1)
+    absurd = physical.plausibility(traffic, runtime_ms=1e-4, ref_runtime_min_ms=6.0, num_threads=1)
     assert absurd["verdict"] == "warn" and absurd["is_suspicious"]
     assert absurd["min_time_bound_ms"] > 1e-4
-    # The reference is physical by definition: the bound never calls its own speed impossible.
-    fast_ref = physical.plausibility(traffic, runtime_min_ms=0.5, ref_runtime_min_ms=0.5, num_threads=1)
+    # The reference is physical by definition: the bound never calls its own speed impossible,
+    # and the largest bandwidth seen is remembered for later verifications.
+    fast_ref = physical.plausibility(traffic, runtime_ms=0.5, ref_runtime_min_ms=0.5, num_threads=1)
     assert not fast_ref["is_suspicious"]
+    assert physical.copy_bandwidth_bytes_per_s(traffic) >= traffic / 0.5e-3
     assert physical.plausibility(0, 1.0, 1.0, 1)["verdict"] == "skip"
 
 

@@ -4,13 +4,16 @@ Any implementation of the operator must read its inputs and write its outputs at
 ``traffic_bytes / bandwidth`` is a lower bound on its time. The bandwidth is measured, not
 assumed: a copy of a buffer the size of the problem's working set (so a working set that fits in
 the last-level cache is compared with cache bandwidth, not DRAM), cached per machine and size.
-If the profiler's measured peaks (``hardware.measured_peaks``) exist, the larger figure is used,
-and so is the reference's own implied bandwidth: the bound must never call PyTorch impossible.
+The bound uses the largest evidence available: that copy, the profiler's measured peak
+(``hardware.measured_peaks``) and the reference's fastest call; the cache keeps the largest figure
+ever seen, so one measurement on a busy machine cannot make the bound too strict for good.
+The candidate's median time is compared (its minimum is too noisy on a loaded machine: six runs
+of one kernel spread +-28% in the ratio of minimums), with 2x slack: only clearly impossible
+times are flagged.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import time
@@ -23,7 +26,7 @@ from pragma.tools import hardware
 
 log = logging.getLogger(__name__)
 
-SLACK = 1.5  # measured copies are not the hardware peak; only clearly impossible times are flagged
+SLACK = 2.0  # measured copies are not the hardware peak; only clearly impossible times are flagged
 _MIN_BYTES, _MAX_BYTES = 1 << 20, 1 << 28  # above 256 MiB, first-touch costs seconds
 
 
@@ -33,7 +36,7 @@ def _bucket(working_set_bytes: int) -> int:
     return 1 << (size - 1).bit_length()
 
 
-def _measure_copy_bytes_per_s(working_set_bytes: int, repeats: int = 5) -> float:
+def _measure_copy_bytes_per_s(working_set_bytes: int, repeats: int = 20) -> float:
     half = max(1, working_set_bytes // 2 // 8)
     src = np.ones(half, dtype=np.float64)
     dst = np.empty_like(src)
@@ -62,42 +65,61 @@ def _profiler_peak_bytes_per_s() -> float:
     return 0.0
 
 
-@functools.lru_cache(maxsize=32)
-def copy_bandwidth_bytes_per_s(working_set_bytes: int) -> float:
-    """Measured single-thread copy bandwidth for this working-set size; cached on disk per machine."""
-    size = _bucket(working_set_bytes)
-    path = data_dir() / "machine" / "bandwidth.json"
-    model = hardware.cpu_spec()["model"]
+def _cache_path():
+    return data_dir() / "machine" / "bandwidth.json"
+
+
+def _cache_key(working_set_bytes: int) -> str:
+    return f"{hardware.cpu_spec()['model']}|{_bucket(working_set_bytes)}"
+
+
+def _read_cache() -> dict[str, float]:
     try:
-        cache = json.loads(path.read_text())
+        return json.loads(_cache_path().read_text())
     except (OSError, ValueError):
-        cache = {}
-    key = f"{model}|{size}"
-    if isinstance(cache.get(key), (int, float)) and cache[key] > 0:
-        return float(cache[key])
-    value = _measure_copy_bytes_per_s(size)
-    cache[key] = value
+        return {}
+
+
+def _remember(working_set_bytes: int, bytes_per_s: float) -> None:
+    """Keep the largest bandwidth ever seen for this size (load only ever makes figures smaller)."""
+    cache = _read_cache()
+    key = _cache_key(working_set_bytes)
+    if bytes_per_s <= float(cache.get(key, 0.0)):
+        return
+    cache[key] = bytes_per_s
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(cache, indent=1))
+        _cache_path().parent.mkdir(parents=True, exist_ok=True)
+        _cache_path().write_text(json.dumps(cache, indent=1))
     except OSError:
         pass
+
+
+def copy_bandwidth_bytes_per_s(working_set_bytes: int) -> float:
+    """Single-thread copy bandwidth for this working-set size; measured once, cached per machine."""
+    cached = float(_read_cache().get(_cache_key(working_set_bytes), 0.0))
+    if cached > 0:
+        return cached
+    value = _measure_copy_bytes_per_s(_bucket(working_set_bytes))
+    _remember(working_set_bytes, value)
     return value
 
 
-def plausibility(traffic_bytes: int, runtime_min_ms: float, ref_runtime_min_ms: float,
+def plausibility(traffic_bytes: int, runtime_ms: float, ref_runtime_min_ms: float,
                  num_threads: int) -> dict[str, Any]:
-    """Check entry for ``speedup_plausible`` plus the figures behind it."""
-    if traffic_bytes <= 0 or runtime_min_ms <= 0:
+    """Check entry for ``speedup_plausible`` plus the figures behind it (``runtime_ms``: the
+    candidate's median)."""
+    if traffic_bytes <= 0 or runtime_ms <= 0:
         return {"rule": "speedup_plausible", "verdict": "skip", "detail": "no tensor traffic to bound",
                 "is_suspicious": False, "bandwidth_bytes_per_s": 0.0, "min_time_bound_ms": 0.0}
     measured = copy_bandwidth_bytes_per_s(traffic_bytes)
     ref_implied = traffic_bytes / (ref_runtime_min_ms / 1e3) if ref_runtime_min_ms > 0 else 0.0
+    if num_threads == 1:
+        _remember(traffic_bytes, ref_implied)  # the reference proved this much is achievable
     bandwidth = max(measured * max(1, num_threads), _profiler_peak_bytes_per_s(), ref_implied)
     bound_ms = traffic_bytes / (bandwidth * SLACK) * 1e3
-    implied = traffic_bytes / (runtime_min_ms / 1e3)
-    suspicious = runtime_min_ms < bound_ms
-    detail = (f"{traffic_bytes} bytes in {runtime_min_ms:.4g} ms = {implied / 1e9:.1f} GB/s; bound "
+    implied = traffic_bytes / (runtime_ms / 1e3)
+    suspicious = runtime_ms < bound_ms
+    detail = (f"{traffic_bytes} bytes in {runtime_ms:.4g} ms (median) = {implied / 1e9:.1f} GB/s; bound "
               f"{bandwidth / 1e9:.1f} GB/s x {SLACK} slack -> at least {bound_ms:.4g} ms")
     return {"rule": "speedup_plausible", "verdict": "warn" if suspicious else "pass",
             "detail": ("faster than memory traffic allows: " if suspicious else "") + detail,
