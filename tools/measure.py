@@ -201,6 +201,11 @@ def _nbytes(values: Any) -> int:
     return sum(t.numel() * t.element_size() for t in guards.tensors_of(values) if isinstance(t, torch.Tensor))
 
 
+def _contains_reference(candidate, reference) -> bool:
+    modules = candidate.modules() if hasattr(candidate, "modules") else [candidate]
+    return any(isinstance(m, type(reference)) for m in modules)
+
+
 def _refill(inputs: list[Any], fresh: list[Any]) -> None:
     """New values into the same buffers (same addresses, shapes and strides)."""
     for old, new in zip(inputs, fresh, strict=True):
@@ -227,8 +232,7 @@ def verify(req: dict[str, Any], workdir: Path, problem, reference, candidate,
     with torch.no_grad():
         if failure := guard_failure("after loading the candidate"):
             return failure
-        if any(isinstance(m, type(reference)) for m in candidate.modules()) if hasattr(candidate, "modules") \
-                else isinstance(candidate, type(reference)):
+        if _contains_reference(candidate, reference):
             return v.reject("no_reference_model", "ModelNew is (or contains) an instance of the reference Model")
         trials = _Trials(candidate, counter, v, atol, rtol)
         traffic_bytes = 0
