@@ -79,7 +79,9 @@ class Context:
         "auto", "Callgrind cache/branch simulation of the kernel: auto = only when perf has no hardware "
         "counters (about 30-60 s per profile), always, or never."
     )
-    callgrind_calls: int = _knob(2, "Kernel calls simulated by callgrind (after one warm-up call).")
+    callgrind_calls: int = _knob(
+        2, "Kernel calls simulated by callgrind after one warm-up call; fewer when a call is too slow to "
+        "simulate within half of callgrind_timeout_s.")
     callgrind_timeout_s: float = _knob(300.0, "Wall-clock limit for the callgrind run, seconds.")
     profile_hotspots: bool = _knob(True, "Sample hot spots of the kernel region with perf record -e cpu-clock.")
     measure_peaks: bool = _knob(

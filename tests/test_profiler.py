@@ -276,3 +276,30 @@ def test_operation_cost_counts_matmul_flops_exactly_and_estimates_elementwise(tm
     assert cost["flops_method"] == "mixed"
     # input + weight + bias read once, output written once, fp32
     assert cost["min_bytes"] == 4 * (16 * 64 + 64 * 32 + 32 + 16 * 32)
+
+
+def test_simulated_branch_mispredictions_need_a_higher_rate_than_counters():
+    # callgrind's predictor misses short loop exits: 9% simulated is loop structure, not data
+    loops = _m(per_call_ms=5.0, sim_branch_mispredict_pct=9.0, sim_branches=24e6, sim_instructions=325e6)
+    assert "bad-speculation" not in [lab for lab, _ in bottleneck.signals_cpu(loops, None, None, None)]
+    data_dependent = _m(per_call_ms=5.0, sim_branch_mispredict_pct=40.0, sim_branches=1e6, sim_instructions=8e6)
+    assert bottleneck.classify_cpu(data_dependent, None, None)[0] == "bad-speculation"
+    counters = _m(per_call_ms=5.0, branch_miss_pct=9.0, branches=1e6, instructions=8e6)
+    assert bottleneck.classify_cpu(counters, None, None)[0] == "bad-speculation"
+
+
+def test_simulated_region_fits_its_calls_to_the_time_budget(tmp_path):
+    import time
+
+    from pragma.tools.region import _simulate
+
+    helper, why = callgrind.helper_library(tmp_path)
+    if helper is None:
+        pytest.skip(why)
+    calls = []  # outside valgrind the client requests are no-ops: only the budgeting runs
+    fast = _simulate({"callgrind_helper": helper, "callgrind_budget_s": 60.0, "profile_calls": 3},
+                     lambda: calls.append(1))
+    assert fast["sim_calls"] == 3 and fast["sim_warm_caches"] and len(calls) == 4  # warm call + 3 counted
+    slow = _simulate({"callgrind_helper": helper, "callgrind_budget_s": 0.1, "profile_calls": 3},
+                     lambda: time.sleep(0.08))
+    assert slow["sim_calls"] == 1 and not slow["sim_warm_caches"]  # the warm call is the measurement

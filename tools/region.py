@@ -6,7 +6,7 @@ alone, not process start, torch import or the build:
 - perf (stat or record): ``enable``/``disable`` on perf's ``--control`` fifo, acknowledged;
 - callgrind: client requests from a tiny helper library (``callgrind_helper`` in the request)
   start instrumentation, warm the simulated caches with one uncounted call, zero the counters,
-  and stop instrumentation after the last call.
+  and stop instrumentation after the last call that fits the simulation's time budget.
 
 It also measures the operation itself (``op_cost``): FLOPs and minimum bytes of the reference
 on the profiled inputs, for the roofline.
@@ -95,36 +95,50 @@ def operation_cost(problem, seed: int, inputs: list[Any]) -> dict[str, Any]:
             "flops_by_op": dict(by_op.most_common(6))}
 
 
-class _Switch:
-    """Turns the requested profiler on and off around the timed calls (no-op without one)."""
+class _PerfSwitch:
+    """perf's control fifo: counting (or sampling) on and off, each acknowledged by perf."""
 
     def __init__(self, req: dict[str, Any]):
         self.ctl = open(req["perf_ctl_fifo"], "w") if req.get("perf_ctl_fifo") else None
         self.ack = open(req["perf_ack_fifo"]) if req.get("perf_ack_fifo") else None
-        self.cg = ctypes.CDLL(req["callgrind_helper"]) if req.get("callgrind_helper") else None
-        self.cg_region = bool(self.cg and req.get("callgrind_collect_region"))
 
-    def _perf(self, cmd: str) -> None:
+    def send(self, cmd: str) -> None:
         if self.ctl:
             self.ctl.write(cmd + "\n")
             self.ctl.flush()
             self.ack.readline()  # perf answers "ack" once the counters really switched
 
-    def on(self, warm_call: Callable[[], Any]) -> None:
-        if self.cg:
-            self.cg.pragma_cg_start()
-            warm_call()  # fills the simulated caches, so counts are steady-state per call
-            self.cg.pragma_cg_zero()
-            if self.cg_region:  # no compiled entry point to toggle on: collect the whole loop
-                self.cg.pragma_cg_toggle()
-        self._perf("enable")
 
-    def off(self) -> None:
-        self._perf("disable")
-        if self.cg:
-            if self.cg_region:
-                self.cg.pragma_cg_toggle()
-            self.cg.pragma_cg_stop()
+def _simulate(req: dict[str, Any], call: Callable[[], Any]) -> dict[str, Any]:
+    """Kernel calls under callgrind: instrumentation on, one warm call to fill the simulated caches,
+    counters zeroed, then up to ``profile_calls`` counted calls within ``callgrind_budget_s``.
+
+    Simulation speed varies by orders of magnitude (valgrind emulates some vector instructions lane
+    by lane), so the warm call's duration decides how many calls fit; when even one more does not,
+    the warm call itself is the (cold-cache) measurement. ``sim_calls`` is what the counts cover.
+    """
+    cg = ctypes.CDLL(req["callgrind_helper"])
+    whole_region = bool(req.get("callgrind_collect_region"))
+    budget_s, wanted = float(req.get("callgrind_budget_s", 60.0)), int(req["profile_calls"])
+    t0 = time.monotonic()
+    cg.pragma_cg_start()
+    if whole_region:  # no compiled entry point to toggle on: collect the whole calls
+        cg.pragma_cg_toggle()
+    call()
+    warm_s = time.monotonic() - t0
+    counted, is_warm = 1, False
+    if warm_s * 2 < budget_s:
+        cg.pragma_cg_zero()
+        counted, is_warm = 0, True
+        while counted < wanted and (counted == 0 or time.monotonic() - t0 + warm_s < budget_s):
+            call()
+            counted += 1
+    if whole_region:
+        cg.pragma_cg_toggle()
+    cg.pragma_cg_stop()
+    region_ms = (time.monotonic() - t0) * 1e3
+    return {"sim_calls": counted, "sim_warm_caches": is_warm, "sim_warm_call_s": round(warm_s, 3),
+            "calls": counted, "region_ms": region_ms, "per_call_ms": region_ms / (counted + 1)}
 
 
 def profile_region(req: dict[str, Any], workdir: Path, problem, candidate,
@@ -143,11 +157,13 @@ def profile_region(req: dict[str, Any], workdir: Path, problem, candidate,
         for _ in range(int(req["warmup_calls"])):
             candidate(*inputs)
         announce(workdir, "profile")
-        switch = _Switch(req)
-        switch.on(lambda: candidate(*inputs))
+        if req.get("callgrind_helper"):
+            return {**result, **_simulate(req, lambda: candidate(*inputs))}
+        perf = _PerfSwitch(req)
+        perf.send("enable")
         t0 = time.perf_counter_ns()
         for _ in range(calls):
             candidate(*inputs)
         region_ms = (time.perf_counter_ns() - t0) / 1e6
-        switch.off()
+        perf.send("disable")
     return {**result, "region_ms": region_ms, "per_call_ms": region_ms / max(1, calls)}

@@ -219,7 +219,7 @@ def profile_candidate(problem_path: str, code: str, ctx: Context,
         notes += sim_notes
         if sim is not None:
             line = next((g["line_bytes"] for g in facts.get("geometry", {}).values()), 64)
-            sm, snotes = callgrind.to_metrics(sim, ctx.callgrind_calls, line,
+            sm, snotes = callgrind.to_metrics(sim, facts["calls"], line,
                                               (region.get("op_cost") or {}).get("min_bytes"))
             notes += snotes
             metrics.update(sm)

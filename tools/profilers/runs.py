@@ -140,17 +140,34 @@ def simulation_run(problem_path: str, code: str, ctx: Context, spec: dict[str, A
     try:
         out = run_dir.path / "callgrind.out"
         toggles = callgrind.entry_toggles(build_kinds)
+        facts: dict[str, Any] = {"geometry": geometry, "collect": f"inside {', '.join(toggles)}" if toggles
+                                 else "whole region (no compiled kernel)"}
+        if not helper and not toggles:
+            return None, facts, notes + ["callgrind cannot isolate the kernel: no compiled entry point and "
+                                         "no client-request helper"]
         prefix = callgrind.command_prefix(str(out), flags, has_helper=bool(helper), toggles=toggles)
-        updates = {"profile_calls": ctx.callgrind_calls, "warmup_calls": 1, "callgrind_collect_region": not toggles}
+        limit = ctx.callgrind_timeout_s
+        # The region stops adding calls at half the run deadline (a call's simulated length is
+        # only known once the warm call has run).
+        # No uninstrumented warm-up: it costs a simulated call's time at nulgrind speed, and the
+        # instrumented warm call (discarded) warms the caches anyway.
+        updates = {"profile_calls": ctx.callgrind_calls, "warmup_calls": 0, "callgrind_collect_region": not toggles,
+                   "callgrind_budget_s": 0.5 * limit}
         if helper:
             updates["callgrind_helper"] = helper
-        limit = ctx.callgrind_timeout_s
         outcome = _sandboxed(problem_path, code, ctx, run_dir, prefix=prefix, updates=updates, env=env,
                              timeout_s=(limit, limit), memory_bytes=2 * ctx.memory_limit_bytes, num_threads=1)
-        facts = {"calls": ctx.callgrind_calls, "geometry": geometry, "phases_s": getattr(outcome, "phases_s", {}),
-                 "collect": f"inside {', '.join(toggles)}" if toggles else "whole region (no compiled kernel)"}
+        facts["phases_s"] = getattr(outcome, "phases_s", {})
         if outcome.result is None or outcome.result.get("status") != "ok" or not out.exists():
             return None, facts, notes + [f"callgrind run failed: {_why(outcome)}"]
+        res = outcome.result
+        # Without the helper every kernel call was collected, caches cold at first.
+        facts["calls"] = int(res.get("sim_calls", ctx.callgrind_calls))
+        facts["warm_caches"] = bool(res.get("sim_warm_caches", False))
+        if not facts["warm_caches"]:
+            notes.append(f"callgrind counted {facts['calls']} call(s) starting from cold simulated caches"
+                         + (f" (one call takes {res['sim_warm_call_s']:.0f} s under simulation)"
+                            if "sim_warm_call_s" in res else ""))
         return callgrind.parse(out.read_text()), facts, notes
     finally:
         run_dir.close()
