@@ -121,6 +121,8 @@ class _Progress:
 
     def __init__(self, console: Console, total: int, done: int, max_iterations: int):
         self.console, self.max_iterations = console, max_iterations
+        # auto_refresh=False: no refresh thread, because workers are forked from this process
+        # (a thread holding a lock at fork time would leave that lock held in the child).
         self.bars = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                              TimeElapsedColumn(), console=console, auto_refresh=False, transient=False)
         self.overall = self.bars.add_task("jobs", total=total, completed=done)
