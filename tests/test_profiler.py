@@ -303,3 +303,14 @@ def test_simulated_region_fits_its_calls_to_the_time_budget(tmp_path):
     slow = _simulate({"callgrind_helper": helper, "callgrind_budget_s": 0.1, "profile_calls": 3},
                      lambda: time.sleep(0.08))
     assert slow["sim_calls"] == 1 and not slow["sim_warm_caches"]  # the warm call is the measurement
+
+
+def test_diff_from_zero_stays_json_native():
+    import json
+
+    best = {"metrics": {"packed_fp": {"value": 0.0, "unit": "static count", "source": "objdump"}}}
+    cur = {"metrics": {"packed_fp": {"value": 4.0, "unit": "static count", "source": "objdump"}}}
+    d = diff.diff_profiles(best, cur)
+    assert d["rows"][0]["change"] is None and d["rows"][0]["verdict"] == "better"
+    json.loads(json.dumps(d, allow_nan=False))
+    assert "from 0" in diff.render_diff(d)

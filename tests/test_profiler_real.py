@@ -65,7 +65,7 @@ def _check_shape(profile: dict) -> None:
     for name, m in profile["metrics"].items():
         assert set(m) == {"value", "unit", "source"} and m["unit"] and m["source"], name
         assert name in DEFAULT_CPU_METRICS or name in extra_events, f"{name} missing from the catalog"
-    json.dumps(profile)  # checkpointable state: JSON-native only
+    json.dumps(profile, allow_nan=False)  # checkpointable state: JSON-native, finite
     assert "confidence" in render_profile(profile)
 
 

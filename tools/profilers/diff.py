@@ -34,8 +34,9 @@ def diff_profiles(best: dict[str, Any] | None, current: dict[str, Any]) -> dict[
         if _is_pct(unit):
             delta, moved, size = b - a, abs(b - a) >= MIN_CHANGE_PP, abs(b - a)
         else:
-            delta = 100.0 * (b - a) / abs(a) if a else (0.0 if b == a else float("inf"))
-            moved, size = abs(delta) >= MIN_CHANGE_PCT, abs(delta)
+            # From zero there is no relative change: None (state stays JSON-native, never inf).
+            delta = 100.0 * (b - a) / abs(a) if a else (0.0 if b == a else None)
+            moved, size = (True, 1e12) if delta is None else (abs(delta) >= MIN_CHANGE_PCT, abs(delta))
         if not moved:
             unchanged.append(name)
             continue
@@ -45,7 +46,7 @@ def diff_profiles(best: dict[str, Any] | None, current: dict[str, Any]) -> dict[
                      "change": delta, "change_unit": "pp" if _is_pct(unit) else "%", "verdict": verdict,
                      "same_source": old.get("source") == cur.get("source"), "_size": size})
     rows.sort(key=lambda r: (r["metric"] not in FIRST, FIRST.index(r["metric"]) if r["metric"] in FIRST else 0,
-                             -min(r["_size"], 1e12)))
+                             -r["_size"]))
     for r in rows:
         r.pop("_size")
     return {
@@ -70,7 +71,7 @@ def render_diff(diff: dict[str, Any], best_iteration: int | None = None) -> str:
     if diff["rows"]:
         lines += ["| metric | unit | best | current | change | |", "|---|---|---|---|---|---|"]
         for r in diff["rows"]:
-            change = "new>0" if r["change"] == float("inf") else f"{r['change']:+.1f}{r['change_unit']}"
+            change = "from 0" if r["change"] is None else f"{r['change']:+.1f}{r['change_unit']}"
             flag = r["verdict"] + ("" if r["same_source"] else " (different source)")
             lines.append(f"| {r['metric']} | {r['unit']} | {_fmt(r['best'])} | {_fmt(r['current'])} | {change} | "
                          f"{flag.strip()} |")
