@@ -314,3 +314,10 @@ def test_diff_from_zero_stays_json_native():
     assert d["rows"][0]["change"] is None and d["rows"][0]["verdict"] == "better"
     json.loads(json.dumps(d, allow_nan=False))
     assert "from 0" in diff.render_diff(d)
+
+
+def test_every_topdown_key_the_parser_can_emit_is_in_the_catalog():
+    for key in topdown.LEVEL1 + topdown.LEVEL2:
+        assert topdown.metric_name(key) in DEFAULT_CPU_METRICS
+    assert all(spec.unit and spec.meaning and spec.better in ("lower", "higher", "")
+               for spec in DEFAULT_CPU_METRICS.values())

@@ -57,6 +57,13 @@ DEFAULT_CPU_METRICS: dict[str, MetricSpec] = {
     "topdown_backend_bound_pct": _m("%", "topdown", "lower", "slots stalled on execution units or memory"),
     "topdown_memory_bound_pct": _m("%", "topdown", "lower", "level 2: backend stalls waiting on the memory hierarchy"),
     "topdown_core_bound_pct": _m("%", "topdown", "lower", "level 2: backend stalls on execution ports/dividers"),
+    # level 2 of the other level-1 classes, on CPUs whose perf splits them (e.g. Sapphire Rapids)
+    "topdown_heavy_operations_pct": _m("%", "topdown", "", "level 2: retiring slots of multi-uop/microcoded instructions"),
+    "topdown_light_operations_pct": _m("%", "topdown", "higher", "level 2: retiring slots of simple instructions"),
+    "topdown_branch_mispredicts_pct": _m("%", "topdown", "lower", "level 2: slots lost to branch mispredictions"),
+    "topdown_machine_clears_pct": _m("%", "topdown", "lower", "level 2: slots lost to pipeline clears"),
+    "topdown_fetch_latency_pct": _m("%", "topdown", "lower", "level 2: frontend stalls fetching instructions"),
+    "topdown_fetch_bandwidth_pct": _m("%", "topdown", "lower", "level 2: frontend delivering too few uops"),
     # callgrind simulation of the kernel alone (inside the kernel's entry call; one thread)
     "sim_instructions": _m("count/call", "callgrind", "lower", "instructions executed by the kernel per call"),
     "sim_data_accesses": _m("count/call", "callgrind", "", "data reads + writes per call (each access any width)"),
