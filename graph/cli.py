@@ -205,9 +205,10 @@ def doctor(setting: list[str] = typer.Option([], "--set", help=SETTINGS_HELP)) -
     raise typer.Exit(1 if any(c.verdict == "fail" for c in checks) else 0)
 
 
-from pragma.eval.cli import eval_app  # noqa: E402  (imports this module's helpers, so it comes last)
+if __name__ != "__main__":  # as __main__, the block at the end runs the importable module instead
+    from pragma.eval.cli import eval_app  # noqa: E402  (imports this module's helpers, so it comes last)
 
-app.add_typer(eval_app, name="eval")
+    app.add_typer(eval_app, name="eval")
 
 
 def main() -> None:
@@ -242,4 +243,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # Run the importable module, not this __main__ copy: the eval and knowledge sub-apps import
+    # pragma.graph.cli's helpers, and a second copy of them would be a circular import.
+    from pragma.graph.cli import main as _main
+
+    _main()
