@@ -89,6 +89,18 @@ def assemble_gguf() -> Path:
     return target
 
 
+def _die_with_parent() -> None:
+    # Runs in the child before exec: a SIGKILLed PRAGMA (no atexit) must not leave the server behind.
+    # SIGKILL, because uvicorn answers SIGTERM by finishing the request in flight (minutes here).
+    import ctypes
+
+    PR_SET_PDEATHSIG = 1
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        pass
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -115,7 +127,7 @@ class LocalServer:
                 "--model_alias", "local"]
         with open(self.log_path, "ab") as logf:
             self.proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         start_new_session=True)
+                                         start_new_session=True, preexec_fn=_die_with_parent)
         atexit.register(self.stop)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
