@@ -127,7 +127,10 @@ class LocalServer:
                 "--model_alias", "local"]
         with open(self.log_path, "ab") as logf:
             self.proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         start_new_session=True, preexec_fn=_die_with_parent)
+                                         start_new_session=True,
+                                         # PDEATHSIG follows the starting *thread*: only tie it to the main one.
+                                         preexec_fn=_die_with_parent if threading.current_thread()
+                                         is threading.main_thread() else None)
         atexit.register(self.stop)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
