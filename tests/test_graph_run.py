@@ -75,3 +75,12 @@ def test_best_py_runs_without_pragma_installed(scripted_llm, tmp_path):
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
                           cwd=tmp_path)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_unwrap_removes_only_our_exact_export_header():
+    from pragma.tools.export import standalone_source, unwrap
+
+    code = (Path(scripted.CANDIDATES) / "relu_fast.py").read_text()
+    assert unwrap(standalone_source(code)) == code
+    tampered = standalone_source(code).replace("pragma_cext.py", "other.py", 1)
+    assert unwrap(tampered) == tampered  # anything but the byte-exact header stays and is checked

@@ -134,6 +134,9 @@ def verify_candidate(problem_path: str, code: str, ctx: Context, *, best_code: s
     With ``best_code`` (the current historical best) the best is timed in the same interleaved
     rounds, and ``is_new_best`` is set only if the candidate is significantly faster than it.
     """
+    from pragma.tools.export import unwrap
+
+    code = unwrap(code)  # an exported best.py is verified as the kernel it wraps
     t0 = time.monotonic()
     try:
         problem_source = Path(problem_path).read_text()
