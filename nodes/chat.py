@@ -61,11 +61,27 @@ def invoke(role: str, ctx: Context, messages: list[BaseMessage], attempt: int, n
     """Call the role's model on ``messages``; returns the reply text, the state update and, when
     ``schema`` is given with a server-side structured method, the parsed object (or None)."""
     spec = model_spec(role, ctx)
-    model = llm.load_chat_model(spec, role=role, timeout_s=ctx.llm_timeout_s)
-    parsed = None
-    runnable: Any = model
+    runnable: Any = llm.load_chat_model(spec, role=role, timeout_s=ctx.llm_timeout_s)
     if schema is not None and ctx.structured_output != "prompt":
-        runnable = model.with_structured_output(schema, method=ctx.structured_output, include_raw=True)
+        runnable = runnable.with_structured_output(schema, method=ctx.structured_output, include_raw=True)
+    reply, parsed, text, update = _call(role, ctx, spec, runnable, messages, attempt, node)
+    return text, update, parsed
+
+
+def invoke_with_tools(role: str, ctx: Context, messages: list[BaseMessage], attempt: int, node: str,
+                      tools: list[Any]) -> tuple[BaseMessage, dict[str, Any]]:
+    """Call the role's model with ``tools`` bound; returns the raw reply (its ``tool_calls``) and
+    the state update. Raises NotImplementedError when the model class cannot bind tools."""
+    spec = model_spec(role, ctx)
+    bound = llm.load_chat_model(spec, role=role, timeout_s=ctx.llm_timeout_s).bind_tools(tools)
+    reply, _, _, update = _call(role, ctx, spec, bound, messages, attempt, node, tools_bound=True)
+    return reply, update
+
+
+def _call(role: str, ctx: Context, spec: str, runnable: Any, messages: list[BaseMessage], attempt: int,
+          node: str, tools_bound: bool = False) -> tuple[BaseMessage, Any, str, dict[str, Any]]:
+    """The one place a model is called: every call is timed, priced, logged and recorded."""
+    parsed = None
     token = recording.current_call.set((node, attempt))
     start = time.monotonic()
     try:
@@ -80,18 +96,22 @@ def invoke(role: str, ctx: Context, messages: list[BaseMessage], attempt: int, n
         recording.current_call.reset(token)
     wall_s = time.monotonic() - start
     text = reply.content if isinstance(reply.content, str) else str(reply.content)
-    if not text and getattr(reply, "tool_calls", None):  # function_calling puts the JSON in a tool call
-        text = json.dumps(reply.tool_calls[0].get("args", {}))
+    tool_calls = [{"name": c.get("name", ""), "args": c.get("args", {})} for c in getattr(reply, "tool_calls", None) or []]
+    if not text and tool_calls and not tools_bound:  # function_calling structured output: JSON in a tool call
+        text = json.dumps(tool_calls[0]["args"])
     usage = {**llm.usage_of(reply, role), "llm_wall_s": wall_s}
     cost = cost_usd(ctx, spec or "local", usage["input_tokens"], usage["output_tokens"])
     if cost is not None:
         usage["cost_usd"] = cost
     recording.record(_thread_id(), node=node, role=role, attempt=attempt, model=spec or "local",
-                     messages=messages, reply=text, reasoning=_reasoning(reply), usage=usage)
+                     messages=messages, reply=text, reasoning=_reasoning(reply), usage=usage,
+                     tool_calls=tool_calls)
     entry = {"role": role, "node": node, "attempt": attempt, "reply": text[:LOG_TEXT_CHARS],
              "input_tokens": usage["input_tokens"], "output_tokens": usage["output_tokens"],
              "wall_s": wall_s, "cost_usd": cost if cost is not None else 0.0}
-    return text, {"usage": usage, "log": [entry]}, parsed
+    if tool_calls:
+        entry["tool_calls"] = tool_calls
+    return reply, parsed, text, {"usage": usage, "log": [entry]}
 
 
 def ask(role: str, ctx: Context, system: str, human: str, attempt: int,

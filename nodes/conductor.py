@@ -8,7 +8,6 @@ any other metric with ``lookup_profiler_metric`` before answering.
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -65,26 +64,17 @@ def _tool_round(ctx: Context, system: str, human: str, attempt: int) -> tuple[An
         return None
     from pragma.knowledge.tool import lookup_profiler_metric
 
-    model = llm.load_chat_model(spec, role="conductor", timeout_s=ctx.llm_timeout_s)
     try:
-        bound = model.bind_tools([lookup_profiler_metric])
+        return chat.invoke_with_tools("conductor", ctx, [SystemMessage(system), HumanMessage(human)], attempt,
+                                      "conductor-tools", [lookup_profiler_metric])
     except NotImplementedError:
         return None
-    start = time.monotonic()
-    try:
-        reply = bound.invoke([SystemMessage(system), HumanMessage(human)])
     except Exception as exc:
         if llm.is_transient(exc):
             raise  # the node's retry policy handles timeouts and rate limits
         _NO_TOOLS.add(spec)
         log.warning("conductor model %s refused tool calling (%s); continuing without tools", spec, exc)
         return None
-    usage = {**llm.usage_of(reply, "conductor"), "llm_wall_s": time.monotonic() - start}
-    text = reply.content if isinstance(reply.content, str) else str(reply.content)
-    entry = {"role": "conductor", "node": "conductor-tools", "attempt": attempt, "reply": text[:chat.LOG_TEXT_CHARS],
-             "tool_calls": [c.get("args", {}) for c in reply.tool_calls or []],
-             "input_tokens": usage["input_tokens"], "output_tokens": usage["output_tokens"]}
-    return reply, {"usage": usage, "log": [entry]}
 
 
 def _lookups(reply: Any, limit: int) -> str:

@@ -4,9 +4,9 @@ Log: ``<data_dir>/llm_logs/<thread_id>.jsonl``, one JSON object per call with th
 the full reply (reasoning included), usage and SHA-256 hashes of prompt and reply, written and
 flushed before the node returns, so a killed run keeps every answer it paid for.
 
-Replay answers by, in order: the exact same prompt (hash); the same node and attempt; the same
-role and attempt. The first two make replays of unchanged runs exact; the fallbacks let an old
-run be re-evaluated on a hardened verifier whose messages (hence prompts) changed.
+Replay answers by, in order: the exact same prompt (hash) from the same node; the same node and
+attempt; the same role and attempt. The first two make replays of unchanged runs exact; the
+fallbacks let an old run be re-evaluated on a hardened verifier whose messages (hence prompts) changed.
 """
 
 from __future__ import annotations
@@ -49,12 +49,12 @@ def prompt_text(messages: list[BaseMessage]) -> str:
 
 
 def record(thread_id: str, *, node: str, role: str, attempt: int, model: str, messages: list[BaseMessage],
-           reply: str, reasoning: str, usage: dict[str, float]) -> None:
+           reply: str, reasoning: str, usage: dict[str, float], tool_calls: list[dict] | None = None) -> None:
     prompt = prompt_text(messages)
     entry = {"t": time.time(), "thread_id": thread_id, "node": node, "role": role, "attempt": attempt,
              "model": model, "prompt_sha256": sha256(prompt), "reply_sha256": sha256(reply),
              "messages": [{"type": m.type, "content": str(m.content)} for m in messages],
-             "reply": reply, "reasoning": reasoning, "usage": usage}
+             "reply": reply, "reasoning": reasoning, "usage": usage, "tool_calls": tool_calls or []}
     with _write_lock, open(log_path(thread_id), "a") as f:
         f.write(json.dumps(entry) + "\n")
         f.flush()
@@ -99,7 +99,9 @@ class ReplayChatModel(BaseChatModel):
 
     def _pick(self, prompt_sha: str, node: str, attempt: int) -> dict[str, Any] | None:
         used = _used.setdefault(self.thread_id, set())
-        tests = (lambda e: e["prompt_sha256"] == prompt_sha,
+        # The same prompt must also come from the same node: the Conductor's tool round (skipped on
+        # replay) sends the very prompt its structured answer then sends.
+        tests = (lambda e: e["prompt_sha256"] == prompt_sha and e["node"] == (node or e["node"]),
                  lambda e: e["node"] == node and e["attempt"] == attempt,
                  lambda e: e["role"] == self.role and e["attempt"] == attempt)
         for test in tests:

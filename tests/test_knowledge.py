@@ -321,7 +321,8 @@ def test_conductor_prompt_carries_knowledge_and_tool_lookups(monkeypatch):
     assert "scalar_fp [objdump]" in knowledge and len(knowledge) <= ctx.knowledge_max_chars + 2
     assert "<knowledge_lookups>" in second and "missed_reason_reduction [gcc-vectorization" in second
     assert update["guidance"]["bottleneck"] == "not-vectorized"
-    assert update["usage"]["llm_calls"] == 2 and update["log"][0]["tool_calls"] == [{"query": "missed_reason_reduction"}]
+    assert update["usage"]["llm_calls"] == 2 and update["log"][0]["tool_calls"] == [
+        {"name": "lookup_profiler_metric", "args": {"query": "missed_reason_reduction"}}]
 
     # No tool support (like the scripted model of the graph tests): one call, knowledge still there.
     import scripted
