@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -211,23 +212,43 @@ if __name__ != "__main__":  # as __main__, the block at the end runs the importa
     app.add_typer(eval_app, name="eval")
 
 
+_signals: list[int] = []  # signals received, for the exit code and message
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    # Raised where the main thread is, so a run is checkpointed and marked stopped exactly as on
+    # Ctrl-C; the default action would end the process without a word.
+    _signals.append(signum)
+    raise KeyboardInterrupt()
+
+
+def _stopped() -> None:
+    terminated = signal.SIGTERM in _signals
+    console.print(f"{'terminated' if terminated else 'interrupted'} (pragma runs lists the thread ids to resume)")
+    sys.exit(143 if terminated else 130)
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, _on_sigterm)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     from pragma.nodes.llm import LLMError, describe_error
     from pragma.tools.backends import BackendUnavailable
     from pragma.tools.problem import ProblemError
 
     try:
-        # Outside standalone mode click returns a command's exit code instead of exiting.
-        sys.exit(app(standalone_mode=False) or 0)
+        # Outside standalone mode click returns a command's exit code instead of exiting, and
+        # typer returns 130 for a KeyboardInterrupt.
+        code = app(standalone_mode=False) or 0
+        if code == 130 or _signals:
+            _stopped()
+        sys.exit(code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except (UserError, ProblemError, LLMError, BackendUnavailable) as exc:
         console.print(f"error: {exc}")
         sys.exit(2)
     except KeyboardInterrupt:
-        console.print("interrupted (pragma runs lists the thread ids to resume)")
-        sys.exit(130)
+        _stopped()
     except Exception as exc:  # click usage errors and the like
         import click
 
@@ -235,7 +256,7 @@ def main() -> None:
             exc.show()
             sys.exit(2)
         if isinstance(exc, click.exceptions.Abort):
-            sys.exit(130)
+            _stopped()
         if line := describe_error(exc):  # an LLM endpoint failure that outlived the retries
             console.print(f"error: {line}")
             sys.exit(2)
