@@ -25,6 +25,7 @@ class Candidate(TypedDict, total=False):
     iteration: int  # 1-based: the n-th candidate the Coder wrote
     code: str
     origin: str  # "initial" | "repair" | "refine"
+    unusable_reply: str  # set when the reply held no usable module: its start, shown in repair prompts
 
 
 class Best(TypedDict, total=False):

@@ -10,7 +10,7 @@ from pragma.graph.context import Context
 from pragma.graph.state import PragmaState
 from pragma.nodes import chat, prompts
 from pragma.tools.backends import backend_for
-from pragma.tools.extract import ExtractionError, extract_code
+from pragma.tools.extract import ExtractionError, extract_code, strip_reasoning
 
 
 def _inputs_text(problem: dict) -> str:
@@ -21,7 +21,7 @@ def _feedback(state: PragmaState, last: dict) -> dict:
     """The previous candidate and its verifier result, for the single-agent prompt."""
     history = "\n".join(f"attempt {a['iteration']}: {a['status']}, speedup {a['speedup']:.3f}x"
                         for a in state.get("attempts", []))
-    return {"previous": state["candidate"]["iteration"], "code": state["candidate"]["code"],
+    return {"previous": state["candidate"]["iteration"], "code": prompts.failed_code(state["candidate"]),
             "status": last.get("status", ""), "message": last.get("message", ""),
             "log_tail": (last.get("log_tail") or "")[-3000:], "speedup": last.get("speedup", 0.0),
             "runtime_ms": last.get("runtime_ms", 0.0), "ref_runtime_ms": last.get("ref_runtime_ms", 0.0),
@@ -45,7 +45,8 @@ def coder(state: PragmaState, runtime: Runtime[Context]) -> dict:
     elif guidance.get("mode") == "repair" and last.get("status") not in (None, "ok"):
         origin = "repair"
         human = prompts.CODER_REPAIR.format(**common, status=last["status"],
-                                            code=state["candidate"]["code"], guidance=guidance["text"])
+                                            code=prompts.failed_code(state["candidate"]),
+                                            guidance=guidance["text"])
     elif best.get("code") and guidance.get("text"):
         origin = "refine"
         human = prompts.CODER_REFINE.format(**common, best_speedup=best["speedup"],
@@ -56,9 +57,12 @@ def coder(state: PragmaState, runtime: Runtime[Context]) -> dict:
         human = prompts.CODER_FIRST.format(**common)
     # The backend decides the kernel language (C++ on cpu, Triton on gpu); the templates are shared.
     text, update = chat.ask("coder", ctx, backend_for(ctx).coder_system, human, attempt)
+    candidate = {"iteration": attempt, "origin": origin}
     try:
-        code = extract_code(text)
+        candidate["code"] = extract_code(text)
     except ExtractionError as exc:
-        # An unusable reply is a failed candidate; the verifier reports it and repair follows.
-        code = f"# PRAGMA: {exc}\nraise SyntaxError({str(exc)!r})\n"
-    return {**update, "iteration": attempt, "candidate": {"iteration": attempt, "code": code, "origin": origin}}
+        # An unusable reply is a failed candidate; the verifier reports it and repair follows,
+        # quoting the reply itself rather than this placeholder.
+        candidate["code"] = f"# PRAGMA: {exc}\nraise SyntaxError({str(exc)!r})\n"
+        candidate["unusable_reply"] = strip_reasoning(text)[: prompts.UNUSABLE_REPLY_CHARS]
+    return {**update, "iteration": attempt, "candidate": candidate}

@@ -294,3 +294,16 @@ CONDUCTOR_HUMAN = """<attempt>{attempt}</attempt>
 {knowledge}
 </profiler_knowledge>
 """
+
+
+UNUSABLE_REPLY_CHARS = 3000
+
+
+def failed_code(candidate: dict) -> str:
+    """What a repair prompt shows as the failed candidate. When the reply held no usable module the
+    placeholder the verifier rejected would only be echoed back by a small model: show the reply."""
+    if "unusable_reply" not in candidate:
+        return candidate["code"]
+    return ("(no candidate: your reply contained no ```python code block defining class ModelNew. "
+            "Reply with exactly one complete module in one ```python block.)\nYour reply began:\n"
+            + candidate["unusable_reply"][:UNUSABLE_REPLY_CHARS])

@@ -15,7 +15,7 @@ def repair(state: PragmaState, runtime: Runtime[Context]) -> dict:
     attempt = state["candidate"]["iteration"]
     human = prompts.REPAIR_HUMAN.format(
         attempt=attempt, name=state["problem"]["name"], source=state["problem"]["source"],
-        code=state["candidate"]["code"], status=result["status"], max_abs_diff=result.get("max_abs_diff", 0.0),
+        code=prompts.failed_code(state["candidate"]), status=result["status"], max_abs_diff=result.get("max_abs_diff", 0.0),
         message=result["message"], log_tail=result.get("log_tail", "")[-3000:],
     )
     text, update = chat.ask("conductor", runtime.context, prompts.REPAIR_SYSTEM, human, attempt, node="repair")

@@ -79,3 +79,36 @@ def test_extract_code_prefers_last_modelnew_block_and_drops_reasoning():
     assert "final = 1" in code and "draft" not in code
     with pytest.raises(ExtractionError):
         extract_code("I cannot help with that.")
+
+
+def test_unusable_reply_is_quoted_in_repair_prompts_not_the_placeholder(monkeypatch):
+    """A reply without a ModelNew block fails as a candidate; the repair and the next Coder prompt
+    show what the model wrote (a small model echoes a placeholder back if it is shown one)."""
+    from types import SimpleNamespace
+
+    import scripted
+
+    from pragma.nodes import coder, llm, repair
+
+    prose = "Use nn.ReLU().cuda() and it will be fast."
+    script = {"coder": {"1": prose, "2": "..."}, "conductor": {"1": "Write the C++ kernel."}}
+    monkeypatch.setattr(llm, "load_chat_model", scripted.loader_for(script))
+    prompts_seen: list[str] = []
+    real_generate = scripted.ScriptedChatModel._generate
+
+    def spy(self, messages, *args, **kwargs):
+        prompts_seen.append("\n".join(str(m.content) for m in messages))
+        return real_generate(self, messages, *args, **kwargs)
+
+    monkeypatch.setattr(scripted.ScriptedChatModel, "_generate", spy)
+    runtime = SimpleNamespace(context=resolve_context(coder_model="scripted:x"))
+    state = {"problem": {"name": "relu", "source": "class Model: ...", "inputs": []}, "iteration": 0}
+    state.update(coder.coder(state, runtime))
+    assert "raise SyntaxError" in state["candidate"]["code"] and state["candidate"]["unusable_reply"] == prose
+    state["verification"] = {"status": "compile_error", "message": "no ModelNew", "log_tail": ""}
+    state.update(repair.repair(state, runtime))
+    state["iteration"] = 1
+    coder.coder(state, runtime)
+    repair_prompt, coder_prompt = prompts_seen[1:]
+    for prompt in (repair_prompt, coder_prompt):
+        assert f"Your reply began:\n{prose}" in prompt and "raise SyntaxError" not in prompt
