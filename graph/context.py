@@ -52,6 +52,21 @@ class Context:
         "(N-PRAGMA: the same agents, but nothing is profiled and the Conductor sees only correctness "
         "and time) or 'single-agent' (the Coder alone, fed the verifier's compiler, correctness and "
         "runtime feedback, KernelBench multi-turn style).")
+    candidate_format: Literal["auto", "module", "kernel"] = _knob(
+        "auto", "What the Coder writes: 'module' (a Python module defining ModelNew), 'kernel' (only a C++ "
+        "translation unit with one extern \"C\" function whose signature PRAGMA states; PRAGMA generates the "
+        "module around it, and problems it cannot describe fall back to module) or 'auto' (kernel for the "
+        "embedded local model, module otherwise).")
+    repair_advice: Literal["auto", "rules", "rules+model"] = _knob(
+        "auto", "Repair instructions after a failed candidate: 'rules' (PRAGMA's fixed hint per verifier rule and "
+        "failure status, no LLM call), 'rules+model' (the hints plus the Conductor model's advice) or 'auto' "
+        "(rules for the embedded local model, rules+model otherwise).")
+    prompt_budget_tokens: int = _knob(
+        0, "Upper bound on one prompt (system + human), approximate tokens; the least important sections are "
+        "trimmed first. 0: automatic (fits the embedded model's context, no limit for other models).")
+    constrained_decoding: Literal["auto", "grammar", "off"] = _knob(
+        "auto", "Constrain the Coder's reply to one fenced code block with a GBNF grammar (llama.cpp servers): "
+        "'grammar', 'off', or 'auto' (grammar for the embedded local model only).")
     max_iterations: int = _knob(15, "Maximum number of candidates the Coder writes in one run.")
     max_repairs: int = _knob(
         4, "Maximum consecutive failed candidates before the run stops trying to repair."
@@ -67,6 +82,11 @@ class Context:
     warmup_s: float = _knob(
         0.5, "Minimum warm-up time before timing, seconds: warm-up rounds continue past warmup_calls "
         "until this much time has passed (fresh processes need tens of calls to settle)."
+    )
+    fresh_inputs: bool = _knob(
+        True, "Change a few random input elements between timed calls (outside the timed region, the "
+        "same for every implementation) so no timed call sees inputs it has seen before. Off only to "
+        "measure what freshness costs."
     )
     static_checks: bool = _knob(
         True, "Run the static (AST) anti-cheat rules before the sandbox. Turn off only to test the "

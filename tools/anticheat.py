@@ -164,6 +164,18 @@ NO_SIDE_STREAMS = _rule(
     "timer stops while it still runs. Statically: no torch.cuda stream objects or stream switches; at "
     "runtime: every Triton launch during the checks uses the current stream, and the output is final "
     "when forward returns. Timing also synchronizes the whole device before its end event.")
+NOISY_NEIGHBOUR = _rule(
+    "noisy_neighbour", ("timing",),
+    "While another implementation is timed, the candidate's (and the best's) process group is "
+    "stopped, so nothing it installed (interval timers, signal handlers, C threads, children) can "
+    "slow the reference down. Any CPU time its runner, or a process it left outside its group, "
+    "accrues over the other implementations' calls (read from /proc by the judge) rejects it.")
+AUDITED_CALLS = _rule(
+    "audited_calls", ("timing",),
+    "Timed calls run on inputs that change between calls (a few random elements, structure kept) "
+    "and the outputs of randomly chosen timed calls are compared with the reference's on the same "
+    "inputs, in the judge, after the call returned: a memo, a stale cache or a kernel that behaves "
+    "differently after the first calls fails on a call it could not know was checked.")
 MEMORY_LIMIT = _rule(
     "memory_limit", ("sandbox",),
     "Address space is limited per sandbox (memory_limit_bytes) so a candidate that fills memory "

@@ -133,7 +133,8 @@ def side_stream_problem(candidate: Callable, inputs: list[Any]) -> str | None:
     and an output snapshot taken on the current stream right after forward returns differs from
     the output once the whole device is idle (something else was still writing it).
     """
-    from pragma.tools import gpu_worker, guards
+    from pragma.tools import gpu_worker
+    from pragma.tools.inside import guards
 
     hook = gpu_worker.installed_hook()
     if hook is not None and hook.side_streams:

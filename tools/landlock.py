@@ -30,7 +30,7 @@ _MAKE_FIFO, _MAKE_BLOCK, _MAKE_SYM = 1 << 10, 1 << 11, 1 << 12
 _REFER = 1 << 13  # ABI 2
 _TRUNCATE = 1 << 14  # ABI 3
 _NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1  # ABI 4
-_SCOPE_SIGNAL = 1 << 1  # ABI 6
+_SCOPE_ABSTRACT_UNIX, _SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
 
 _SUPPORTED_ARCHES = ("x86_64", "aarch64")
 
@@ -72,8 +72,12 @@ def _write_rights(abi: int) -> tuple[int, int]:
     return dir_rights, file_rights
 
 
-def confine(writable: list[str]) -> str:
+def confine(writable: list[str], scope_abstract_unix: bool = False) -> str:
     """Allow writes only beneath ``writable`` (directories, or files such as /dev/null).
+
+    Each call adds a layer (a nested domain): a process in it cannot signal, ptrace or read the
+    ``/proc/<pid>/mem|environ`` of processes outside its own domain (the judge, sibling runners).
+    ``scope_abstract_unix`` also keeps it from connecting to abstract unix sockets outside it.
 
     Returns a one-line description of what applied, starting with "none:" when nothing did.
     """
@@ -89,7 +93,7 @@ def confine(writable: list[str]) -> str:
         attr.handled_access_net = _NET_BIND_TCP | _NET_CONNECT_TCP  # no rule added: all TCP denied
         size = 16
     if abi >= 6:
-        attr.scoped = _SCOPE_SIGNAL  # no signals to processes outside this sandbox
+        attr.scoped = _SCOPE_SIGNAL | (_SCOPE_ABSTRACT_UNIX if scope_abstract_unix else 0)  # nothing outside this domain
         size = 24
     ruleset_fd = libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
     if ruleset_fd < 0:

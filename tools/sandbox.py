@@ -39,7 +39,8 @@ log = logging.getLogger(__name__)
 OUTPUT_TAIL_CHARS = 4000
 FILE_SIZE_LIMIT_BYTES = 512 * 2**20  # any one file the sandbox writes (output log, objects, .so)
 # Variables a candidate may see; everything else (API keys, tokens, proxies) is dropped.
-ENV_ALLOWLIST = ("PATH", "LANG", "LC_ALL", "CXX", "CC", "TRITON_INTERPRET")
+ENV_ALLOWLIST = ("PATH", "LANG", "LC_ALL", "CXX", "CC", "TRITON_INTERPRET",
+                 "PRAGMA_TIMING_SLOT_PATH")  # the slot's lock file: a path, not a secret
 BUILD_PHASES = ("start", "load_problem", "build", "build_best")
 TOKEN_VAR = "PRAGMA_SANDBOX_TOKEN"
 
@@ -84,6 +85,18 @@ def namespaces() -> tuple[tuple[str, ...], bool, dict[str, str]]:
                 "processes": "process group + token sweep (PID namespace not permitted)"}
     why = "none: network namespaces not permitted here"
     return (), False, {"network": why, "processes": "process group + token sweep (no PID namespace)"}
+
+
+MOUNT_PROC = ("--mount", "--mount-proc")
+
+
+@functools.lru_cache(maxsize=1)
+def mount_proc_permitted() -> bool:
+    """Whether a mount namespace with a fresh /proc can be added to the PID namespace here.
+
+    Used for verification only (the profilers' perf and callgrind keep the host /proc they know)."""
+    prefix, has_pid_ns, _ = namespaces()
+    return has_pid_ns and _probe([*prefix, *MOUNT_PROC])
 
 
 def network_isolation() -> tuple[list[str], str]:
@@ -227,13 +240,24 @@ def run_worker(
     try:
         for name, text in (files or {}).items():
             (workdir / name).write_text(text)
+        ns_prefix, has_pid_ns, ns_desc = namespaces()
+        ns_desc = dict(ns_desc)
+        if request.get("mode") == "verify":
+            if mount_proc_permitted():
+                # The sandbox sees only its own processes: no host environ or cmdline to read.
+                ns_prefix = (*ns_prefix, *MOUNT_PROC)
+                ns_desc["proc"] = "fresh /proc in its own mount namespace: only the sandbox's processes are visible"
+            else:
+                ns_desc["proc"] = "none: host /proc (mount namespace not permitted here)"
         request = {**request, "workdir": str(workdir), "memory_limit_bytes": memory_limit_bytes,
-                   "writable_paths": _writable_paths(request, extra_env)}
+                   "writable_paths": _writable_paths(request, extra_env),
+                   "fresh_proc": "--mount-proc" in ns_prefix}
         (workdir / "request.json").write_text(json.dumps(request))
         progress = workdir / "progress.jsonl"
         out_path = workdir / "output.log"
-        ns_prefix, has_pid_ns, ns_desc = namespaces()
-        command = [*(command_prefix or []), sys.executable, "-m", "pragma.tools.worker", str(workdir / "request.json")]
+        # Verification: the judge, which forks runners for the candidate code; profile/probe: the worker.
+        module = "pragma.tools.judge" if request.get("mode") == "verify" else "pragma.tools.worker"
+        command = [*(command_prefix or []), sys.executable, "-m", module, str(workdir / "request.json")]
         if has_pid_ns:
             # A shell is the namespace's init (PID 1 ignores signals it has no handler for, which
             # would turn the worker's abort() into a SIGSEGV); it reports the worker's status.

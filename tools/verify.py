@@ -12,13 +12,12 @@ historical best. The held-out seed is drawn here for every verification and neve
 from __future__ import annotations
 
 import math
-import secrets
 import time
 from pathlib import Path
 from typing import Any, Literal
 
 from pragma.graph.context import Context, data_dir
-from pragma.tools import anticheat, backends, sandbox, stats
+from pragma.tools import anticheat, backends, physical, sandbox, stats, timing_slot
 
 Status = Literal["ok", "compile_error", "runtime_error", "mismatch", "timeout", "rejected"]
 STATUSES: tuple[str, ...] = Status.__args__  # type: ignore[attr-defined]
@@ -45,6 +44,9 @@ def empty_result(status: Status, message: str, log_tail: str = "") -> dict[str, 
         "best_runtime_ms": 0.0, "speedup_vs_best": 0.0, "speedup_vs_best_ci": [0.0, 0.0],
         "speedup_of_minimums": 0.0,
         "cpu_ratio": {}, "warmup_rounds": 0, "warmup_elapsed_s": 0.0,
+        "null_round_trip_ms": 0.0, "timing_slot_waited_s": 0.0, "audited_calls": [], "recorded_calls": [],
+        "fresh_inputs": "", "extra_batches": 0, "sequential_log": [], "flops": 0,
+        "min_compute_time_bound_ms": 0.0, "stress": {"used": [], "skipped": []},
     }
 
 
@@ -54,7 +56,7 @@ def request_for(problem_path: str, ctx: Context, mode: str) -> dict[str, Any]:
         "num_threads": ctx.num_threads,
         "atol": ctx.atol, "rtol": ctx.rtol, "correctness_trials": ctx.correctness_trials,
         "warmup_calls": ctx.warmup_calls, "warmup_s": ctx.warmup_s, "timed_calls": ctx.timed_calls,
-        "profile_calls": ctx.profile_calls, **backends.sandbox_request(ctx),
+        "profile_calls": ctx.profile_calls, "fresh_inputs": ctx.fresh_inputs, **backends.sandbox_request(ctx),
     }
 
 
@@ -80,9 +82,21 @@ def outcome_to_result(outcome: sandbox.SandboxOutcome, ctx: Context) -> dict[str
             res["status"] = "runtime_error"
         res["log_tail"] = (outcome.result.get("log_tail") or "") + outcome.output_tail[-2000:]
     res["sandbox"] = outcome.isolation
+    if unconfined := _unconfined(outcome.isolation):
+        res["message"] = f"{res['message']}; {unconfined}" if res["message"] else unconfined
     res["wall_s"] = outcome.wall_s
     res["phases_s"] = dict(outcome.phases_s)
     return res
+
+
+def _unconfined(isolation: dict[str, str]) -> str:
+    """One line when none of the isolating layers applied (no namespace, no Landlock)."""
+    isolating = [isolation.get("network", ""), isolation.get("filesystem", ""), isolation.get("proc", "")]
+    has_pid_ns = "PID namespace" in isolation.get("processes", "")
+    if has_pid_ns or any(layer and not layer.startswith(("none", "unknown")) for layer in isolating):
+        return ""
+    return ("UNCONFINED: no namespace and no Landlock here; the candidate ran with this user's access "
+            "(environment allowlist and rlimits only)")
 
 
 def _signal_hint(signal_name: str | None, ctx: Context) -> str:
@@ -154,8 +168,10 @@ def verify_candidate(problem_path: str, code: str, ctx: Context, *, best_code: s
         res["acceptance"] = "not accepted: status rejected"
         return _finite(res)
     request = request_for(problem_path, ctx, "verify")
-    # Fresh for every verification and never reported: inputs the Coder cannot have seen.
-    request["holdout_seed"] = secrets.randbelow(2**31 - 1)
+    # Every input seed (held-out included) is drawn by the judge inside the sandbox, after it forked
+    # the runners: none is in this request. The judge holds the machine's timing slot around its
+    # timed rounds; the sandbox may open the lock file only read-only, so it is created here.
+    timing_slot.ensure_file()
     files = {"candidate.py": code}
     if best_code:
         files["best.py"] = best_code
@@ -172,12 +188,21 @@ def verify_candidate(problem_path: str, code: str, ctx: Context, *, best_code: s
         # The candidate's median: its minimum is too noisy on a loaded machine (see physical.py).
         plaus = backends.plausibility(ctx, int(res["traffic_bytes"]), res["runtime_ms"],
                                       res["ref_runtime_min_ms"])
+        compute = physical.compute_bound(int(res.get("flops") or 0), res["runtime_ms"], ctx.num_threads) \
+            if ctx.backend == "cpu" else None
+        if compute is not None and compute["is_suspicious"]:
+            plaus = {**plaus, "verdict": "warn", "is_suspicious": True,
+                     "detail": f"{compute['detail']} | memory roof: {plaus['detail']}"}
+        elif compute is not None:
+            plaus = {**plaus, "detail": f"{plaus['detail']} | compute roof: {compute['detail']}"}
+        res["min_compute_time_bound_ms"] = compute["min_time_bound_ms"] if compute else 0.0
         res["checks"].append({k: plaus[k] for k in ("rule", "verdict", "detail")})
         res.update(is_suspicious=plaus["is_suspicious"], bandwidth_bytes_per_s=plaus["bandwidth_bytes_per_s"],
                    min_time_bound_ms=plaus["min_time_bound_ms"])
         low, high = res["speedup_ci"]
         res["message"] = (f"{res['message']}; speedup {res['speedup']:.3f}x (95% CI {low:.3f}-{high:.3f})"
-                          + ("; SUSPICIOUS: faster than memory traffic allows" if res["is_suspicious"] else ""))
+                          + ("; SUSPICIOUS: faster than the machine's roofs allow (see speedup_plausible)"
+                             if res["is_suspicious"] else ""))
     res["is_new_best"], res["acceptance"] = _accept(res, bool(best_code), best_speedup)
     res["phases_s"] = {"static_checks": round(static_s, 4), **res["phases_s"],
                        "statistics": round(time.monotonic() - t_stats, 4)}

@@ -1,13 +1,12 @@
-"""Runs inside the sandbox: load the problem and a candidate, check, time or profile it.
+"""Runs inside the sandbox for the profiler and the problem probe: load the problem and a candidate
+in one process and measure (it never decides a verdict; verification is ``pragma.tools.judge``,
+which keeps candidate code in separate runner processes).
 
 Invoked as ``python -m pragma.tools.worker REQUEST.json``. It announces phases in
 ``progress.jsonl`` (the parent applies deadlines per phase) and writes ``result.json``.
-
-Before any untrusted code runs (the problem's or the candidate's) the worker deletes the request
-file (it holds the held-out seed), confines its own writes with Landlock, and imports the
-measurement modules, so timers and guards are bound while the process is still the verifier's.
-It imports only ``cext``, ``landlock``, ``guards``, ``measure`` and ``region`` from pragma, plus
-``gpu_worker`` and ``gpu_timing`` for backend=gpu (Triton kernels, a CUDA ``device`` in the request).
+Before any untrusted code runs it deletes the request file and confines its own writes with
+Landlock. It imports ``cext``, ``landlock``, ``measure`` and ``region`` from pragma, plus
+``gpu_worker`` and ``gpu_timing`` for backend=gpu.
 """
 
 from __future__ import annotations
@@ -133,27 +132,17 @@ def _build(req: dict[str, Any], workdir: Path, make_baseline=None):
     return problem, reference, candidate, baseline, init_inputs
 
 
-def _build_best(workdir: Path, init_inputs: list[Any], seed: int, req: dict[str, Any]) -> tuple[Any, str]:
-    """The current historical best, for the head-to-head timing; (None, why) if it will not load."""
-    if not (workdir / "best.py").exists():
-        return None, ""
-    import torch
-
-    _announce(workdir, "build_best")
-    try:
-        module = _import_file(str(workdir / "best.py"), "pragma_best")
-        torch.manual_seed(seed)
-        return _placed(module.ModelNew(*init_inputs), req), ""
-    except BaseException as exc:  # the best passed before; if it fails now, say so and go on
-        return None, f"{type(exc).__name__}: {str(exc)[:500]}"
-
-
 def _describe(value: Any) -> dict[str, Any]:
     import torch
 
     if isinstance(value, torch.Tensor):
         return {"kind": "tensor", "shape": list(value.shape), "dtype": str(value.dtype).replace("torch.", "")}
     return {"kind": type(value).__name__, "value": repr(value)[:80]}
+
+
+def _describe_outputs(out: Any) -> dict[str, Any]:
+    many = isinstance(out, (tuple, list))
+    return {"container": type(out).__name__ if many else "", "items": [_describe(y) for y in (out if many else [out])]}
 
 
 def _probe(req: dict[str, Any], workdir: Path) -> dict[str, Any]:
@@ -170,12 +159,18 @@ def _probe(req: dict[str, Any], workdir: Path) -> dict[str, Any]:
         inputs = list(problem.get_inputs())
         _announce(workdir, "run_reference")
         with torch.no_grad():
-            model(*inputs)
+            out = model(*inputs)
             t0 = time.perf_counter()
             model(*inputs)
             ref_ms = (time.perf_counter() - t0) * 1e3
+            # Outputs of a second input draw: shapes that differ are data-dependent (kernel-only
+            # candidates need fixed output shapes, tools/glue.py).
+            torch.manual_seed(int(req["seed"]) + 1)
+            out2 = model(*problem.get_inputs())
         return {"status": "ok", "message": "problem loads", "inputs": [_describe(x) for x in inputs],
-                "init_inputs": [_describe(x) for x in init_inputs], "ref_call_ms": ref_ms}
+                "init_inputs": [_describe(x) for x in init_inputs], "ref_call_ms": ref_ms,
+                "outputs": _describe_outputs(out), "outputs_alt": _describe_outputs(out2),
+                "state_names": list(model.state_dict())[:20]}
     except BaseException as exc:
         return {"status": "runtime_error", "message": f"{type(exc).__name__}: {str(exc)[-2000:]}",
                 "log_tail": traceback.format_exc()[-3000:]}
@@ -205,33 +200,22 @@ def main(request_path: str) -> int:
     if req["mode"] == "probe":
         _write_result(workdir, {**_probe(req, workdir), "isolation": isolation})
         return 0
-    # Bound now, before untrusted code can patch time/torch: the measurement and guard modules.
-    from pragma.tools import guards, measure, region
+    from pragma.tools import region
 
-    counter = guards.CallCounter() if req["mode"] == "verify" else None
-    if counter is not None:
-        guards.prime()
-        counter.wrap_cext(cext)
-        if req.get("backend") == "gpu":
-            counter.wrap_triton()
+    counter = None  # verification is the judge's (pragma.tools.judge); this process only profiles
     try:
         if req.get("backend") == "gpu":  # interpreter plumbing, autotune on CPU, stream checks (gpu_worker.py)
             from pragma.tools.gpu_worker import install_triton_hook
 
             install_triton_hook(counter, req.get("device", "cpu"))  # a CUDA failure here is a result
         _record_load_inline(builds, counter)
-        make_baseline = (lambda: guards.Baseline(int(req["num_threads"]))) if counter is not None else None
-        problem, reference, candidate, baseline, init_inputs = _build(req, workdir, make_baseline)
+        problem, reference, candidate, baseline, init_inputs = _build(req, workdir)
     except BaseException as exc:  # any failure of untrusted code is a result, not a crash
         _write_result(workdir, {**_failure(exc, req, builds), "isolation": isolation})
         return 0
     best_error = ""
     try:
-        if req["mode"] == "verify":
-            best, best_error = _build_best(workdir, init_inputs, int(req["seed"]), req)
-            result = measure.verify(req, workdir, problem, reference, candidate, _announce, best=best,
-                                    baseline=baseline, counter=counter)
-        elif req.get("device", "cpu") == "cuda":
+        if req.get("device", "cpu") == "cuda":
             from pragma.tools.gpu_worker import profile_region
 
             result = profile_region(req, workdir, problem, candidate, _announce)

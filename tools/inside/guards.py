@@ -1,4 +1,7 @@
-"""Runtime anti-cheat, inside the sandbox: watch what the candidate does when it is loaded and called.
+"""Runtime anti-cheat that runs inside the candidate's own process (advisory: the candidate could lie).
+
+Watch what the candidate does when it is loaded and called; the runner reports the findings and
+the judge turns them into verdicts.
 
 Only the worker imports this module, and it does so before the candidate is imported, so the
 snapshots below describe the process as the verifier left it. Rule names and rationales are in

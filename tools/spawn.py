@@ -1,0 +1,131 @@
+"""Launching: fork a runner process from the judge and hold the judge's end of its socket.
+
+The judge calls :func:`fork_runner` right after importing torch and before it draws a seed or
+imports the problem, so a runner's memory holds nothing secret. The child, before it serves:
+- gets its own process group (the judge stops and continues the whole group: ``SIGSTOP`` reaches
+  every thread and child of the candidate that has not left the group);
+- dies with the judge (``PR_SET_PDEATHSIG``);
+- closes every descriptor but stdio and its socket;
+- adds its own Landlock layer (``landlock.confine``): same write rules, plus signals and abstract
+  unix sockets scoped to its own domain, and no ptrace or ``/proc/<pid>/mem|environ`` of a process
+  outside it (the judge, the other runners): Landlock denies those even to root.
+Only then does it import the runner loop (``pragma.tools.inside.runner``): the judge process never
+executes a line of it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import socket
+from dataclasses import dataclass, field
+from typing import Any
+
+from pragma.tools import protocol
+
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass
+class RunnerHandle:
+    role: str  # "reference", "candidate" or "best"
+    pid: int  # also its process group id
+    sock: socket.socket  # the judge's end
+    confinement: str = ""  # what the runner's own Landlock layer reported (filled after load)
+    dead: str = ""  # how it ended, once it has ("SIGSEGV", "exit code 1")
+    stopped: bool = False  # the judge has SIGSTOPped its group
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def request(self, header: dict[str, Any], fds: list[int] | None = None, payload: Any = None) -> dict[str, Any]:
+        """Send one command and wait for its reply. EOFError (with ``dead`` set) if the runner died."""
+        try:
+            protocol.send(self.sock, header, fds, payload)
+            return protocol.recv_reply(self.sock)
+        except (EOFError, BrokenPipeError, ConnectionResetError) as exc:
+            self.reap()
+            raise EOFError(self.dead or str(exc)) from None
+
+    def reap(self) -> str:
+        """Wait for a runner that closed its socket; ``dead`` names how it ended."""
+        if self.dead:
+            return self.dead
+        try:
+            _, status = os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            self.dead = "exited"
+            return self.dead
+        if os.WIFSIGNALED(status):
+            self.dead = signal.Signals(os.WTERMSIG(status)).name
+        else:
+            self.dead = f"exit code {os.WEXITSTATUS(status)}"
+        return self.dead
+
+    def stop(self) -> bool:
+        """SIGSTOP the runner's process group and wait until the runner itself has stopped."""
+        try:
+            os.killpg(self.pid, signal.SIGSTOP)
+            while True:
+                _, status = os.waitpid(self.pid, os.WUNTRACED)
+                if os.WIFSTOPPED(status):
+                    self.stopped = True
+                    return True
+                if os.WIFEXITED(status) or os.WIFSIGNALED(status):
+                    self.dead = (signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status)
+                                 else f"exit code {os.WEXITSTATUS(status)}")
+                    return False
+        except (ProcessLookupError, ChildProcessError, PermissionError):
+            return False
+
+    def cont(self) -> None:
+        if self.stopped:
+            try:
+                os.killpg(self.pid, signal.SIGCONT)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.stopped = False
+
+    def kill(self) -> None:
+        for target in (lambda: os.killpg(self.pid, signal.SIGKILL), lambda: os.kill(self.pid, signal.SIGKILL)):
+            try:
+                target()
+            except (ProcessLookupError, PermissionError):
+                pass
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+
+
+def fork_runner(role: str, writable: list[str]) -> RunnerHandle:
+    parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pid = os.fork()
+    if pid == 0:  # the runner
+        code = 0
+        try:
+            parent_sock.close()
+            os.setpgid(0, 0)
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            keep = child_sock.fileno()
+            os.closerange(3, keep)
+            os.closerange(keep + 1, 1 << 16)
+            from pragma.tools import landlock
+
+            landlock.confine(writable, scope_abstract_unix=True)
+            from pragma.tools.inside import runner
+
+            runner.serve(child_sock, role)
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()
+            code = 1
+        finally:
+            os._exit(code)
+    child_sock.close()
+    try:
+        os.setpgid(pid, pid)  # also from this side: no race with the first killpg
+    except OSError:
+        pass
+    return RunnerHandle(role=role, pid=pid, sock=parent_sock)
