@@ -46,14 +46,15 @@ def plan(inputs: list[Any]) -> list[Plan]:
 
 
 def _positions(x: torch.Tensor, symmetric: bool, gen: torch.Generator) -> torch.Tensor:
-    """Flat positions of non-zero elements (upper triangle for symmetric inputs)."""
+    """Flat positions of non-zero elements (strict upper triangle for symmetric inputs: the
+    diagonal holds values once, the rest twice, so the two sets never mix)."""
     n = x.numel()
     tries = torch.randint(0, n, (POSITIONS * 8,), generator=gen)
     flat = x.reshape(-1)
     keep = flat[tries] != 0
     if symmetric:
         cols = x.shape[-1]
-        keep &= (tries % cols) >= (tries // cols) % cols
+        keep &= (tries % cols) > (tries // cols) % cols  # strictly upper: each value stays in two places
     chosen = torch.unique(tries[keep])
     return chosen[torch.randperm(chosen.numel(), generator=gen)[:POSITIONS]]
 

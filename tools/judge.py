@@ -112,6 +112,14 @@ def thread_count(pid: int) -> int:
         return 0
 
 
+def _status_field(pid: int, name: str) -> str:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith(name + ":")), "")
+    except OSError:
+        return ""
+
+
 def children_of(pid: int) -> list[int]:
     out: list[int] = []
     try:
@@ -229,8 +237,10 @@ class Judge:
         inputs = list(self.problem.get_inputs())
         return inputs
 
-    def fetch(self, role: str) -> Any:
-        """The runner's last outputs, copied out of its output region into judge memory."""
+    def fetch(self, role: str, copy: bool = True) -> Any:
+        """The runner's last outputs, copied out of its output region into judge memory (``copy``
+        false: views of the region, valid until the runner's next fetch; only for a stopped runner
+        or one whose output is compared at once)."""
         b = self.bindings[role]
         for _ in range(2):
             rep = self.ask(role, {"op": "fetch"})
@@ -259,7 +269,8 @@ class Judge:
                 checked = shm.check_output_spec(spec, b.out_region.size_bytes, i)
             except ValueError as exc:
                 raise Decided({"status": "runtime_error", "message": f"{role}: {exc}"}) from None
-            outs.append(b.out_region.view(checked).clone())
+            view = b.out_region.view(checked)
+            outs.append(view.clone() if copy else view)
         devices = rep.get("devices") if isinstance(rep.get("devices"), list) else []
         self.extra.setdefault("devices", {})[role] = [str(d)[:20] for d in devices]
         return outs[0] if len(outs) == 1 else tuple(outs)
@@ -309,6 +320,11 @@ class Judge:
                 self.bindings.pop("best")
         for h in self.runners.values():
             h.extra["device"] = self.device
+        caps = _status_field(self.runners["candidate"].pid, "CapEff")
+        self.isolation["runners"] = (
+            "own processes and process groups, forked before any seed existed; own Landlock domains "
+            f"(no signals, ptrace or /proc/<pid>/mem of the judge or each other); capabilities {caps or 'unknown'}"
+            + (" (none)" if caps.strip("0") == "" and caps else "") + "; stopped while others are timed")
 
     def _load_impl(self, role: str, filename: str, common: dict[str, Any]) -> None:
         rep = self.ask(role, {**common, "path": str(self.workdir / filename), "module_name": f"pragma_{role}",
@@ -353,11 +369,15 @@ class Judge:
                                     "(seen in shared memory)")
 
     def checked_call(self, masters: list[Any], ref_out: Any, label: str, *, settle_s: float = 0.0,
-                     mismatch_rule: str | None = None, role: str = "candidate") -> tuple[Any, dict[str, Any]]:
+                     mismatch_rule: str | None = None, role: str = "candidate",
+                     stale_ref: Any = None) -> tuple[Any, dict[str, Any]]:
         """One candidate call under every per-call rule; returns (output, reply)."""
         # Triton after the release: the hook hiding the interpreter's aten plumbing is gone.
         record = not (self.released and self.req.get("backend") == "gpu")
         rep = self.call(role, record=record, count=True, check=True)
+        # Fetched first, one round trip after forward returned: later work on the output (a thread
+        # still writing it) shows as a difference from the second fetch below.
+        out = self.fetch(role)
         self._inputs_intact(role, masters, label)
         ops = rep.get("compute_ops") if isinstance(rep.get("compute_ops"), list) else []
         if ops:
@@ -369,14 +389,17 @@ class Judge:
             raise self.v.reject("plain_dense_output", f"{label}: {form[:200]}")
         if overlap := str(rep.get("overlap") or ""):
             raise self.v.reject("fresh_output", f"{label}: {overlap[:200]}")
-        out = self.fetch(role)
-        self._compare(ref_out, out, label, mismatch_rule)
         if settle_s:
             time.sleep(settle_s)
-            later = self.fetch(role)
+            later = self.fetch(role, copy=False)
             if not all(cmp_mod.bitwise_equal(a, b) for a, b in
                        zip(cmp_mod.tensors_of(out), cmp_mod.tensors_of(later), strict=True)):
                 raise self.v.reject("output_stable", f"{label}: the output changed after forward returned")
+        if stale_ref is not None and not cmp_mod.compare(ref_out, out, self.atol, self.rtol)["ok"] \
+                and cmp_mod.compare(stale_ref, out, self.atol, self.rtol)["ok"]:
+            raise self.v.reject("stateless", f"{label}: new values in the same buffers gave the previous "
+                                "inputs' answer")
+        self._compare(ref_out, out, label, mismatch_rule)
         return out, rep
 
     def _compare(self, ref_out: Any, out: Any, label: str, mismatch_rule: str | None = None) -> None:
@@ -407,13 +430,15 @@ class Judge:
         out: Any = None
         for t, seed in enumerate(self.seeds["trials"]):
             masters = self._inputs(seed)
+            prev_ref = ref_out
             ref_out = self.reference_output(masters)
             if t == 0:
                 if why := cmp_mod.degenerate_tolerance(ref_out, self.atol, self.rtol):
                     raise self.v.reject("tolerance_discriminates", why)
                 self.v.note("tolerance_discriminates", "pass", "zeros/constant outputs fail the tolerance")
             self.bindings["candidate"].write(masters)
-            out, rep = self.checked_call(masters, ref_out, f"trial {t}", settle_s=SETTLE_S if t == 0 else 0.0)
+            out, rep = self.checked_call(masters, ref_out, f"trial {t}", settle_s=SETTLE_S if t == 0 else 0.0,
+                                         stale_ref=prev_ref)
             compiled += int(rep.get("compiled_calls", 0) or 0) if type(rep.get("compiled_calls")) is int else 0
             if t == 0:
                 traffic = _nbytes(masters) + _nbytes(out)
@@ -638,13 +663,13 @@ class Judge:
 
     def _audit(self, roles: list[str], masters: list[Any], i: int) -> None:
         """Outputs of round ``i``, fetched after the fact, against the reference's on the same inputs."""
-        ref_out = self.fetch("reference")
+        ref_out = self.fetch("reference", copy=False)  # the reference runner is idle until the next call
         for role in roles[1:]:
             h = self.runners[role]
             self.idle_ticks[role] += cpu_ticks(h.pid) - self.stop_ticks[role]
             h.cont()
             try:
-                out = self.fetch(role)
+                out = self.fetch(role, copy=False)  # compared below while the runner is stopped
             finally:
                 if not h.stop():
                     raise self._died(role)

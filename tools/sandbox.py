@@ -299,8 +299,9 @@ def run_worker(
             "limits": f"address space {memory_limit_bytes} bytes, cpu {cpu_limit_s} s, "
                       f"file size {FILE_SIZE_LIMIT_BYTES} bytes, no core files",
             **ns_desc,
-            "filesystem": ((result or {}).get("isolation") or {}).get(
-                "filesystem", "unknown: the worker did not report (it died before writing a result)"),
+            "filesystem": "unknown: the worker did not report (it died before writing a result)",
+            # What the process inside reported of its own layers (filesystem; the judge: runners).
+            **{str(k): str(v)[:300] for k, v in (((result or {}).get("isolation") or {}).items())},
             "stray_processes_killed": str(swept),
         }
         return SandboxOutcome(

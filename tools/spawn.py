@@ -6,6 +6,7 @@ imports the problem, so a runner's memory holds nothing secret. The child, befor
   every thread and child of the candidate that has not left the group);
 - dies with the judge (``PR_SET_PDEATHSIG``);
 - closes every descriptor but stdio and its socket;
+- drops every capability (``drop_capabilities``; it matters where PRAGMA runs as root);
 - adds its own Landlock layer (``landlock.confine``): same write rules, plus signals and abstract
   unix sockets scoped to its own domain, and no ptrace or ``/proc/<pid>/mem|environ`` of a process
   outside it (the judge, the other runners): Landlock denies those even to root.
@@ -25,6 +26,32 @@ from typing import Any
 from pragma.tools import protocol
 
 _PR_SET_PDEATHSIG = 1
+_PR_CAPBSET_DROP = 24
+_CAP_LAST = 63
+_SYS_CAPSET = {"x86_64": 126, "aarch64": 91}
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+
+
+def drop_capabilities() -> str:
+    """Empty the bounding, permitted, effective and inheritable capability sets of this process.
+
+    Where PRAGMA runs as root, a runner stays uid 0 (the build cache and the problem live in
+    root-only directories such as /root/.pragma) but holds no capability: no CAP_DAC_OVERRIDE
+    (files of other users), no CAP_SYS_PTRACE (a non-dumpable judge's memory), no CAP_SYS_ADMIN
+    (mounts, namespaces), no CAP_KILL; an exec'd binary cannot regain any (bounding set empty)."""
+    import platform
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in range(_CAP_LAST + 1):
+        libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)  # EINVAL past the kernel's last cap: ignored
+    nr = _SYS_CAPSET.get(platform.machine())
+    if nr is None:
+        return "none: capset number unknown on this architecture"
+    header = (ctypes.c_uint32 * 2)(_LINUX_CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()  # two {effective, permitted, inheritable} structs, all zero
+    if libc.syscall(nr, header, data) != 0:
+        return f"none: capset failed ({os.strerror(ctypes.get_errno())})"
+    return "no capabilities (bounding set empty)" if os.geteuid() == 0 else "unprivileged uid"
 
 
 @dataclass
@@ -105,6 +132,7 @@ def fork_runner(role: str, writable: list[str]) -> RunnerHandle:
         try:
             parent_sock.close()
             os.setpgid(0, 0)
+            drop_capabilities()
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
             keep = child_sock.fileno()

@@ -136,7 +136,12 @@ class Runner:
 
                 self.counter.wrap_triton()
                 install_triton_hook(self.counter, self.device)
-            _record_load_inline(self.builds, self.counter)
+            try:
+                source = Path(str(h["path"])).read_text(errors="replace")
+            except OSError:
+                source = ""
+            if "cpp_extension" in source or "load_inline" in source:  # importing it costs ~1 s
+                _record_load_inline(self.builds, self.counter)
             self.baseline = guards.Baseline(self.num_threads)
         torch.manual_seed(int(h["import_seed"]))
         module = _import_file(str(h["path"]), str(h["module_name"]))

@@ -1,0 +1,156 @@
+"""Verifier v2 (issues 11 and 19): audited timed calls on changing inputs, a quiet neighbourhood,
+the compute roof, sequential acceptance. Real sandbox, real g++, real runner processes.
+"""
+
+import os
+
+import pytest
+import torch
+from conftest import CANDIDATES, EXAMPLES
+
+from pragma.graph.context import resolve_context
+from pragma.tools import freshen, physical
+from pragma.tools.verify import verify_candidate
+
+RELU = str(EXAMPLES / "relu.py")
+RELU_FAST = (CANDIDATES / "relu_fast.py").read_text()
+QUICK = {"timed_calls": 20, "warmup_calls": 2, "warmup_s": 0.0, "correctness_trials": 1}
+
+
+def _failed(result: dict) -> list[str]:
+    return [c["rule"] for c in result["checks"] if c["verdict"] == "fail"]
+
+
+# A memo keyed on a few sampled input values, switched on only after the first calls (the checks):
+# it returns the stored answer whenever the samples match. Python-level, so the static layer is off.
+SAMPLED_MEMO = RELU_FAST.replace('''    def forward(self, x):
+        x = x.contiguous()''', '''    def forward(self, x):
+        self.calls = getattr(self, "calls", 0) + 1
+        flat = x.reshape(-1)
+        key = [float(flat[i]) for i in range(0, flat.numel(), 1_000_003)]
+        if self.calls > 4 and key == getattr(self, "key", None):
+            return self.out.clone()
+        self.key = key
+        self.out = self._compute(x)
+        return self.out.clone()
+
+    def _compute(self, x):
+        x = x.contiguous()''')
+
+
+@pytest.mark.parametrize("fresh", [True, False])
+def test_a_memo_that_starts_after_the_checks_fails_an_audited_timed_call(isolated_data_dir, fresh):
+    ctx = resolve_context(**QUICK, static_checks=False, fresh_inputs=fresh)
+    result = verify_candidate(RELU, SAMPLED_MEMO, ctx)
+    if fresh:
+        assert result["status"] == "rejected", result["message"]
+        assert "audited_calls" in _failed(result), result["message"]
+        assert result["message"].startswith("rule audited_calls: timed call")
+    else:  # the same inputs on every timed call: the memo is right every time and nothing can tell
+        assert result["status"] == "ok", result["message"]
+        assert result["fresh_inputs"].startswith("off")
+
+
+def test_audited_and_recorded_calls_are_listed(isolated_data_dir):
+    result = verify_candidate(RELU, RELU_FAST, resolve_context(**QUICK))
+    assert result["status"] == "ok", result["message"]
+    timed = QUICK["timed_calls"]
+    assert len(result["samples_ms"]["candidate"]) == timed
+    audited, recorded = result["audited_calls"], result["recorded_calls"]
+    assert len(audited) >= 3 and audited == sorted(set(audited))
+    assert len(recorded) >= 1
+    assert max(audited + recorded) == timed + len(recorded) - 1  # the last round is always audited
+    assert result["fresh_inputs"].startswith("in place")
+    assert 0 < result["null_round_trip_ms"] < 5
+    check = {c["rule"]: c for c in result["checks"]}
+    assert check["noisy_neighbour"]["verdict"] == "pass"
+    assert check["audited_calls"]["verdict"] == "pass"
+
+
+# Leaves a grandchild in its own session (outside the runner's process group, so SIGSTOP of the
+# group does not reach it) that burns CPU during the timed rounds.
+ESCAPED_BURNER = RELU_FAST.replace('''    def forward(self, x):
+        x = x.contiguous()''', '''    def forward(self, x):
+        import os, time
+        self.calls = getattr(self, "calls", 0) + 1
+        if self.calls == 5 and os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                end = time.time() + 4
+                while time.time() < end:
+                    pass
+            os._exit(0)
+        x = x.contiguous()''')
+
+
+def test_cpu_burnt_beside_the_timed_calls_is_a_noisy_neighbour(isolated_data_dir):
+    ctx = resolve_context(**{**QUICK, "warmup_s": 0.3, "timed_calls": 40}, static_checks=False)
+    result = verify_candidate(RELU, ESCAPED_BURNER, ctx)
+    assert result["status"] == "rejected", result["message"]
+    assert set(_failed(result)) & {"noisy_neighbour", "no_threads_or_processes"}, result["message"]
+    if result["sandbox"].get("proc", "").startswith("fresh"):
+        assert "noisy_neighbour" in _failed(result), result["message"]
+
+
+def test_the_head_to_head_reports_its_extra_batches(isolated_data_dir):
+    ctx = resolve_context(**QUICK)
+    result = verify_candidate(RELU, RELU_FAST, ctx, best_code=RELU_FAST)
+    assert result["status"] == "ok", result["message"]
+    extra = result["extra_batches"]
+    assert 0 <= extra <= 2
+    assert len(result["samples_ms"]["best"]) == QUICK["timed_calls"] * (1 + extra)
+    assert len(result["sequential_log"]) == (extra + 1 if extra else 0)
+    assert not result["is_new_best"]  # the same kernel is not significantly faster than itself
+
+
+# --- pure parts --------------------------------------------------------------------------------
+
+def test_fresh_inputs_keep_structure_values_and_integers():
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(64, 64)
+    sym = a + a.T
+    tri = torch.triu(torch.randn(64, 64))
+    idx = torch.randint(0, 10, (100,))
+    const = torch.ones(50)
+    masters = [sym.clone(), tri.clone(), idx.clone(), const.clone(), 3]
+    plans = freshen.plan(masters)
+    assert [p.index for p in plans] == [0, 1] and plans[0].symmetric and not plans[1].symmetric
+    copy = [x.clone() if isinstance(x, torch.Tensor) else x for x in masters]
+    for _ in range(20):
+        changes = freshen.step(plans, masters, gen)
+        freshen.apply(changes, copy)
+    assert not torch.equal(masters[0], sym) and torch.equal(masters[0], masters[0].T)
+    assert torch.equal(masters[0].flatten().sort().values, sym.flatten().sort().values)
+    assert not torch.equal(masters[1], tri) and torch.equal(masters[1], torch.triu(masters[1]))
+    assert torch.equal(masters[2], idx) and torch.equal(masters[3], const)
+    assert all(torch.equal(m, c) for m, c in zip(masters[:4], copy[:4], strict=True))
+
+
+def test_every_call_sees_inputs_it_has_never_seen():
+    gen = torch.Generator().manual_seed(1)
+    x = [torch.randn(1000)]
+    plans = freshen.plan(x)
+    seen = {x[0].numpy().tobytes()}
+    for _ in range(200):
+        freshen.step(plans, x, gen)
+        key = x[0].numpy().tobytes()
+        assert key not in seen
+        seen.add(key)
+
+
+def test_compute_roof_flags_times_no_machine_reaches():
+    peak, source = physical.peak_flops_per_s(1)
+    assert peak > 1e9 and "GFLOP/s" in source
+    flops = int(peak)  # one second of work at the peak
+    fast = physical.compute_bound(flops, 1.0, 1)  # claimed: 1 ms
+    assert fast["is_suspicious"] and "compute roof" in fast["detail"]
+    slow = physical.compute_bound(flops, 2000.0, 1)
+    assert not slow["is_suspicious"]
+    assert physical.compute_bound(0, 1.0, 1) is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="capability drop matters (and is checked) as root")
+def test_runners_hold_no_capabilities(isolated_data_dir):
+    result = verify_candidate(RELU, RELU_FAST, resolve_context(**QUICK))
+    assert result["status"] == "ok", result["message"]
+    assert "capabilities 0000000000000000 (none)" in result["sandbox"]["runners"]
