@@ -1,20 +1,19 @@
-"""Benchmark: how precise the verifier's speedups are, and what a verification costs beyond compiling.
+"""Benchmark of the verifier (issues 11 and 19): latency, precision, with a parallel job, and what
+fresh inputs and audits cost. One run prints every figure with the machine load it was taken under.
 
-Run as ``python -m pragma.eval.bench_verifier [--repeats 5] [--json PATH]``.
+Run as ``python -m pragma.eval.bench_verifier [--repeats 5] [--json PATH] [--no-parallel]``.
 
-1. Precision: the same honest kernel (the OpenMP ReLU of ``bench_compile``) is verified
-   ``--repeats`` times in a row with default settings (warm-up 5 calls and 0.5 s, 100 timed
-   interleaved calls); the spread of the speedup (median of per-round ratios) is reported as
-   +-half-range in percent, next to the ratio of minimums and of medians over the same runs, with
-   the load average, because on a shared 2-core machine the load decides the figure.
-2. Overhead: each verification's phases (static rules, sandbox start with interpreter and torch
-   import, problem load, build, correctness and anti-cheat checks, timing, held-out re-check,
-   statistics). "Overhead beyond compile" is the wall time minus the build phase; the part of it
-   spent inside the timed kernel and reference calls is shown separately.
-3. Head-to-head: one more verification with the same kernel as the current best, the cost of the
-   acceptance rule, and whether noise crowned an identical kernel (it must not).
-
-A fresh ``PRAGMA_DATA_DIR`` makes the first verification compile; the rest reuse the build.
+1. Latency: ``--repeats`` distinct ReLU sources (the OpenMP kernel of ``bench_compile`` with a
+   different source id each, so each one compiles), each verified once in this process with default
+   settings: new source -> verified result, the common path (compile -> fork -> check -> time; the
+   judge is forked from the pre-started one after the first). Median wall time.
+2. Precision: the same kernel verified ``--repeats`` times; spread of the speedup (+-half-range /
+   median).
+3. The same two figures while a second job runs ``pragma eval`` on the CPU suite beside them (the
+   scripted model of the eval tests, 2 workers, restarted whenever it finishes).
+4. Fresh inputs and audits: the same kernel with ``fresh_inputs=false`` against the runs of (2):
+   time phase, the candidate's median call time and the speedup.
+5. Head-to-head with an identical best: extra batches (sequential testing) and the decision.
 """
 
 from __future__ import annotations
@@ -24,21 +23,22 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+ROOT = Path(__file__).resolve().parent.parent
 PROBLEM_PATH = Path(__file__).resolve().parent / "suites" / "examples" / "relu.py"
-PHASES = ("static_checks", "startup", "load_problem", "build", "build_best", "check", "time", "recheck", "teardown",
-          "statistics")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m pragma.eval.bench_verifier", description=__doc__.split("\n")[0])
-    parser.add_argument("--repeats", type=int, default=5, help="verifications of the same kernel (default 5)")
+    parser.add_argument("--repeats", type=int, default=5, help="sources / verifications per figure (default 5)")
     parser.add_argument("--json", metavar="PATH", help="also write the figures to this JSON file")
+    parser.add_argument("--no-parallel", action="store_true", help="skip the figures with a pragma eval beside")
     args = parser.parse_args(argv)
     if args.repeats < 2:
         parser.error("--repeats must be at least 2")
@@ -49,99 +49,144 @@ def load_avg() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def row_of(i: int, result: dict[str, Any], wall_s: float) -> dict[str, Any]:
-    phases = result["phases_s"]
-    kernel_s = sum(sum(v) for v in result["samples_ms"].values()) / 1e3
-    return {
-        "run": i, "status": result["status"], "wall_s": round(wall_s, 3),
-        "speedup": round(result["speedup"], 4), "speedup_ci": [round(x, 4) for x in result["speedup_ci"]],
-        "speedup_of_minimums": round(result["speedup_of_minimums"], 4),
-        "speedup_of_medians": round(result["ref_runtime_ms"] / result["runtime_ms"], 4),
-        "runtime_ms": round(result["runtime_ms"], 4), "ref_runtime_ms": round(result["ref_runtime_ms"], 4),
-        "phases_s": {k: round(phases.get(k, 0.0), 3) for k in PHASES if k in phases},
-        "overhead_beyond_compile_s": round(wall_s - phases.get("build", 0.0) - phases.get("build_best", 0.0), 3),
-        "timed_calls_s": round(kernel_s, 3), "warmup_rounds": result["warmup_rounds"],
-        "cpu_ratio": {k: round(v, 2) for k, v in result["cpu_ratio"].items()},
-    }
+class Beside:
+    """``pragma eval`` on the CPU suite with the scripted model, in its own data dir, kept running."""
+
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="pragma-bench-beside-"))
+        self.proc: subprocess.Popen | None = None
+        self.starts = 0
+        sys.path.insert(0, str(ROOT / "tests" / "data" / "eval"))
+        import scripted_suite
+
+        problems = [p.stem for p in (ROOT / "eval" / "suites" / "cpu").glob("*.py")]
+        (self.dir / "script.json").write_text(json.dumps(scripted_suite.build_script(problems)))
+
+    def ensure_running(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            return
+        self.starts += 1
+        env = {**os.environ, "PRAGMA_DATA_DIR": str(self.dir / f"data{self.starts}")}
+        self.proc = subprocess.Popen(
+            [sys.executable, str(ROOT / "tests" / "data" / "eval" / "scripted_suite.py"), str(self.dir / "script.json"),
+             "eval", "run", str(ROOT / "eval" / "suites" / "cpu"), "--mode", "no-profile", "--workers", "2",
+             "--max-iterations", "1", "--coder-model", "scripted:coder", "--run-id", f"beside{self.starts}"],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, 9)
+            self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def print_row(row: dict[str, Any]) -> None:
-    ph = row["phases_s"]
-    print(f"{row['run']:>3}  {row['speedup']:>7.3f}  [{row['speedup_ci'][0]:.3f}, {row['speedup_ci'][1]:.3f}]  "
-          f"{row['wall_s']:>6.2f}  {ph.get('startup', 0):>7.2f}  {ph.get('build', 0):>6.2f}  "
-          f"{ph.get('check', 0):>6.2f}  {ph.get('time', 0):>6.2f}  {ph.get('recheck', 0):>7.2f}  "
-          f"{row['overhead_beyond_compile_s']:>8.2f}  {row['timed_calls_s']:>7.2f}", flush=True)
+def _verify(code: str, ctx: Any, beside: Beside | None = None, **kw: Any) -> tuple[dict[str, Any], float]:
+    from pragma.tools.verify import verify_candidate
+
+    if beside is not None:
+        beside.ensure_running()
+    t0 = time.monotonic()
+    result = verify_candidate(str(PROBLEM_PATH), code, ctx, **kw)
+    wall_s = time.monotonic() - t0
+    if result["status"] != "ok":
+        raise RuntimeError(f"verification ended with {result['status']}: {result['message']}")
+    return result, wall_s
+
+
+def _row(result: dict[str, Any], wall_s: float) -> dict[str, Any]:
+    return {"wall_s": round(wall_s, 3), "speedup": round(result["speedup"], 4),
+            "speedup_ci": [round(x, 4) for x in result["speedup_ci"]],
+            "runtime_ms": round(result["runtime_ms"], 4), "ref_runtime_ms": round(result["ref_runtime_ms"], 4),
+            "phases_s": {k: round(v, 3) for k, v in result["phases_s"].items()},
+            "timing_slot_waited_s": result["timing_slot_waited_s"], "audited": len(result["audited_calls"]),
+            "null_round_trip_ms": round(result["null_round_trip_ms"], 4), "load_avg": load_avg()}
+
+
+def _series(label: str, ctx: Any, repeats: int, distinct: bool, beside: Beside | None) -> dict[str, Any]:
+    from pragma.eval.bench_compile import candidate_source
+    from pragma.tools.stats import spread_pct
+
+    rows = []
+    same = candidate_source("fast", f"bench_verifier_same_{os.getpid()}")
+    load_start = load_avg()
+    for i in range(repeats):
+        code = candidate_source("fast", f"bench_verifier_{label}_{os.getpid()}_{i}") if distinct else same
+        result, wall_s = _verify(code, ctx, beside)
+        rows.append(_row(result, wall_s))
+        r = rows[-1]
+        print(f"  {label:<28} {i}  wall {r['wall_s']:6.2f} s  speedup {r['speedup']:.3f}  build "
+              f"{r['phases_s'].get('build', 0):5.2f}  check {r['phases_s'].get('check', 0):5.2f}  time "
+              f"{r['phases_s'].get('time', 0):5.2f}  slot wait {r['timing_slot_waited_s']:5.2f}  load {r['load_avg']}",
+              flush=True)
+    speedups = [r["speedup"] for r in rows]
+    return {"rows": rows, "load_avg_start": load_start, "load_avg_end": load_avg(),
+            "median_wall_s": round(statistics.median(r["wall_s"] for r in rows), 3),
+            "median_speedup": round(statistics.median(speedups), 4),
+            "speedup_spread_pct": round(spread_pct(speedups), 2),
+            "median_time_phase_s": round(statistics.median(r["phases_s"].get("time", 0.0) for r in rows), 3),
+            "median_runtime_ms": round(statistics.median(r["runtime_ms"] for r in rows), 4)}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     data_dir = tempfile.mkdtemp(prefix="pragma-bench-verifier-")
     os.environ["PRAGMA_DATA_DIR"] = data_dir  # before pragma reads it: builds start cold
-    from pragma.eval.bench_compile import candidate_source
     from pragma.graph.context import resolve_context
-    from pragma.tools.stats import spread_pct
-    from pragma.tools.verify import verify_candidate
 
     ctx = resolve_context()  # defaults on purpose: the figures are what a run pays
-    code = candidate_source("fast", f"bench_verifier_{os.getpid()}")
-    load_start = load_avg()
     print(f"problem {PROBLEM_PATH}\ncpus {os.cpu_count()}, num_threads {ctx.num_threads}, warm-up "
           f"{ctx.warmup_calls} calls + {ctx.warmup_s} s, {ctx.timed_calls} timed calls, "
-          f"{ctx.correctness_trials} correctness trials")
-    print(f"load average at start (1/5/15 min): {load_start}\n")
-    print("run  speedup  95% CI            wall_s  startup  build   check   time    recheck  "
-          "beyond_compile  in_calls")
-    rows: list[dict[str, Any]] = []
+          f"{ctx.correctness_trials} correctness trials; load at start {load_avg()}", flush=True)
+    figures: dict[str, Any] = {"problem": str(PROBLEM_PATH), "cpus": os.cpu_count(), "repeats": args.repeats,
+                               "load_avg_start": load_avg()}
+    beside = None
     try:
-        for i in range(args.repeats):
-            t0 = time.monotonic()
-            result = verify_candidate(str(PROBLEM_PATH), code, ctx)
-            wall_s = time.monotonic() - t0
-            if result["status"] != "ok":
-                print(f"run {i} ended with {result['status']}: {result['message']}", file=sys.stderr)
-                return 1
-            rows.append(row_of(i, result, wall_s))
-            print_row(rows[-1])
-        t0 = time.monotonic()
-        h2h = verify_candidate(str(PROBLEM_PATH), code, ctx, best_code=code)
-        h2h_row = {**row_of(args.repeats, h2h, time.monotonic() - t0),
-                   "speedup_vs_best": round(h2h["speedup_vs_best"], 4),
-                   "speedup_vs_best_ci": [round(x, 4) for x in h2h["speedup_vs_best_ci"]],
-                   "is_new_best": h2h["is_new_best"], "acceptance": h2h["acceptance"]}
+        # The first verification starts this thread's pre-started judge; not part of any figure.
+        from pragma.eval.bench_compile import candidate_source
+
+        _verify(candidate_source("fast", f"bench_verifier_prime_{os.getpid()}"), ctx)
+        print("alone:", flush=True)
+        figures["latency"] = _series("latency (distinct sources)", ctx, args.repeats, True, None)
+        figures["precision"] = _series("precision (same kernel)", ctx, args.repeats, False, None)
+        print("fresh inputs off (same kernel):", flush=True)
+        figures["fresh_off"] = _series("fresh_inputs=false", resolve_context(fresh_inputs=False), 3, False, None)
+        code = candidate_source("fast", f"bench_verifier_same_{os.getpid()}")
+        result, wall_s = _verify(code, ctx, best_code=code)
+        figures["head_to_head"] = {**_row(result, wall_s), "speedup_vs_best_ci": result["speedup_vs_best_ci"],
+                                   "extra_batches": result["extra_batches"], "sequential_log": result["sequential_log"],
+                                   "is_new_best": result["is_new_best"], "acceptance": result["acceptance"]}
+        if not args.no_parallel:
+            print("with `pragma eval` (CPU suite, scripted model, 2 workers) running beside:", flush=True)
+            beside = Beside()
+            beside.ensure_running()
+            time.sleep(5)  # let it reach its compiles and verifications
+            figures["latency_beside"] = _series("latency beside eval", ctx, args.repeats, True, beside)
+            figures["precision_beside"] = _series("precision beside eval", ctx, args.repeats, False, beside)
+            figures["beside_eval_starts"] = beside.starts
     finally:
+        if beside is not None:
+            beside.stop()
         shutil.rmtree(data_dir, ignore_errors=True)
-    load_end = load_avg()
-    speedups = [r["speedup"] for r in rows]
-    warm = rows[1:]  # the first run compiled; the others reused the build
-    figures = {
-        "problem": str(PROBLEM_PATH), "cpus": os.cpu_count(), "repeats": args.repeats,
-        "context": {"num_threads": ctx.num_threads, "warmup_calls": ctx.warmup_calls, "warmup_s": ctx.warmup_s,
-                    "timed_calls": ctx.timed_calls, "correctness_trials": ctx.correctness_trials},
-        "load_avg_start": load_start, "load_avg_end": load_end, "rows": rows, "head_to_head": h2h_row,
-        "median_speedup": round(statistics.median(speedups), 4),
-        "speedup_spread_pct": round(spread_pct(speedups), 2),
-        "speedup_of_minimums_spread_pct": round(spread_pct([r["speedup_of_minimums"] for r in rows]), 2),
-        "speedup_of_medians_spread_pct": round(spread_pct([r["speedup_of_medians"] for r in rows]), 2),
-        "median_ci_width_pct": round(statistics.median(
-            (r["speedup_ci"][1] - r["speedup_ci"][0]) / r["speedup"] * 100 for r in rows), 2),
-        "median_overhead_beyond_compile_s": round(statistics.median(r["overhead_beyond_compile_s"] for r in warm), 3),
-        "median_phases_s": {k: round(statistics.median(r["phases_s"].get(k, 0.0) for r in warm), 3) for k in PHASES
-                            if any(k in r["phases_s"] for r in warm)},
-        "first_build_s": rows[0]["phases_s"].get("build", 0.0),
-    }
-    print(f"\nprecision: median speedup {figures['median_speedup']:.3f}x over {args.repeats} runs, spread "
-          f"+-{figures['speedup_spread_pct']:.1f}% (half-range / median); median 95% CI width "
-          f"{figures['median_ci_width_pct']:.1f}% of the speedup")
-    print(f"  (other estimators over the same runs: ratio of minimums +-"
-          f"{figures['speedup_of_minimums_spread_pct']:.1f}%, ratio of medians +-"
-          f"{figures['speedup_of_medians_spread_pct']:.1f}%)")
-    print(f"overhead beyond compile (runs 2..{args.repeats}, build cached): median "
-          f"{figures['median_overhead_beyond_compile_s']:.2f} s per candidate; phases "
-          + ", ".join(f"{k} {v:.2f}s" for k, v in figures["median_phases_s"].items()))
-    print(f"first build (cold compile): {figures['first_build_s']:.2f} s")
-    print(f"head-to-head with an identical best: wall {h2h_row['wall_s']:.2f} s, speedup vs best "
-          f"{h2h_row['speedup_vs_best']:.3f} CI {h2h_row['speedup_vs_best_ci']}, {h2h_row['acceptance']}")
-    print(f"load average at end (1/5/15 min): {load_end}")
+    figures["load_avg_end"] = load_avg()
+    lat, pre, off = figures["latency"], figures["precision"], figures["fresh_off"]
+    print("\nsummary")
+    print(f"  verify latency, new ReLU source (compile + check + time), median of {args.repeats}: "
+          f"{lat['median_wall_s']:.2f} s (load {lat['load_avg_start']} -> {lat['load_avg_end']})")
+    print(f"  precision, same kernel x{args.repeats}: speedup {pre['median_speedup']:.3f}x, spread "
+          f"+-{pre['speedup_spread_pct']:.1f}% (load {pre['load_avg_start']} -> {pre['load_avg_end']})")
+    if "latency_beside" in figures:
+        lb, pb = figures["latency_beside"], figures["precision_beside"]
+        print(f"  with pragma eval beside: latency {lb['median_wall_s']:.2f} s, precision "
+              f"+-{pb['speedup_spread_pct']:.1f}% at {pb['median_speedup']:.3f}x (load {lb['load_avg_start']} -> "
+              f"{pb['load_avg_end']}; median timing-slot wait "
+              f"{statistics.median(r['timing_slot_waited_s'] for r in lb['rows'] + pb['rows']):.2f} s)")
+    print(f"  fresh inputs + audits: time phase {pre['median_time_phase_s']:.2f} s on vs {off['median_time_phase_s']:.2f} s "
+          f"off; candidate median call {pre['median_runtime_ms']:.3f} ms on vs {off['median_runtime_ms']:.3f} ms off; "
+          f"speedup {pre['median_speedup']:.3f}x on vs {off['median_speedup']:.3f}x off")
+    h = figures["head_to_head"]
+    print(f"  head-to-head with an identical best: wall {h['wall_s']:.2f} s, CI vs best {h['speedup_vs_best_ci']}, "
+          f"{h['extra_batches']} extra batch(es); {h['acceptance']}")
+    print(f"  load average at end (1/5/15 min): {figures['load_avg_end']}")
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
         print(f"figures written to {args.json}")

@@ -67,6 +67,11 @@ class Context:
     constrained_decoding: Literal["auto", "grammar", "off"] = _knob(
         "auto", "Constrain the Coder's reply to one fenced code block with a GBNF grammar (llama.cpp servers): "
         "'grammar', 'off', or 'auto' (grammar for the embedded local model only).")
+    kernel_memory: bool = _knob(
+        True, "Use and grow the memory of verified kernels (knowledge/kernels.py): the Coder's prompt shows the "
+        "most similar verified kernels, and every run's accepted best is added. False: neither.")
+    kernel_memory_tokens: int = _knob(
+        900, "Cap on the verified-kernels section of the Coder's prompt, approximate tokens; 0 leaves it out.")
     max_iterations: int = _knob(15, "Maximum number of candidates the Coder writes in one run.")
     max_repairs: int = _knob(
         4, "Maximum consecutive failed candidates before the run stops trying to repair."
@@ -82,6 +87,11 @@ class Context:
     warmup_s: float = _knob(
         0.5, "Minimum warm-up time before timing, seconds: warm-up rounds continue past warmup_calls "
         "until this much time has passed (fresh processes need tens of calls to settle)."
+    )
+    prestarted_judge: bool = _knob(
+        True, "Fork each verification's judge from a sandboxed process started once per launcher thread "
+        "with torch already imported (saves the interpreter start and torch import per candidate). Off: "
+        "a fresh sandboxed process per verification."
     )
     fresh_inputs: bool = _knob(
         True, "Change a few random input elements between timed calls (outside the timed region, the "

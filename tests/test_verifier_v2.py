@@ -154,3 +154,50 @@ def test_runners_hold_no_capabilities(isolated_data_dir):
     result = verify_candidate(RELU, RELU_FAST, resolve_context(**QUICK))
     assert result["status"] == "ok", result["message"]
     assert "capabilities 0000000000000000 (none)" in result["sandbox"]["runners"]
+
+
+# --- the pre-started judge ---------------------------------------------------------------------
+
+def test_verifications_fork_their_judge_from_one_prestarted_process(isolated_data_dir):
+    from pragma.tools import sandbox
+
+    ctx = resolve_context(**QUICK)
+    first = verify_candidate(RELU, RELU_FAST, ctx)
+    zygote = sandbox.Zygote._pool.get(__import__("threading").get_ident())
+    second = verify_candidate(RELU, RELU_FAST.replace("#include <cstdint>", "#include <cstdint>\n// second"), ctx)
+    assert first["status"] == second["status"] == "ok", (first["message"], second["message"])
+    assert zygote is not None and sandbox.Zygote._pool.get(__import__("threading").get_ident()) is zygote
+    assert zygote.proc.poll() is None
+    assert "pre-started" in second["sandbox"]["startup"]
+    assert second["phases_s"]["startup"] < 0.5  # a fork, not an interpreter start and a torch import
+    one_off = verify_candidate(RELU, RELU_FAST, resolve_context(**QUICK, prestarted_judge=False))
+    assert one_off["status"] == "ok" and "startup" not in one_off["sandbox"]
+
+
+# An interval timer whose C signal handler burns CPU (found through sigaction, no Python in sight):
+# before v2 it slowed the reference timed in the same process (2.5-2.7x against its twin's 1.0x).
+TIMER_NEIGHBOUR = RELU_FAST.replace('''_lib = load_cpp(CPP_SOURCE, name="relu")''', '''_lib = load_cpp(CPP_SOURCE, name="relu")
+_noise = load_cpp(r"""
+#include <csignal>
+#include <sys/time.h>
+static void burn(int) { volatile double x = 0; for (int i = 0; i < 100000; ++i) x += i * 0.5; }
+extern "C" void install_noise() {
+    struct sigaction sa = {};
+    sa.sa_handler = burn;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGALRM, &sa, nullptr);
+    struct itimerval t = {{0, 2000}, {0, 2000}};
+    setitimer(ITIMER_REAL, &t, nullptr);
+}
+""", name="noise")
+_noise.install_noise()''')
+
+
+def test_an_interval_timer_in_the_candidate_cannot_slow_the_reference(isolated_data_dir):
+    ctx = resolve_context(**{**QUICK, "timed_calls": 40}, static_checks=False)
+    twin = verify_candidate(RELU, RELU_FAST, ctx)
+    noisy = verify_candidate(RELU, TIMER_NEIGHBOUR, ctx)
+    assert twin["status"] == "ok", twin["message"]
+    assert noisy["status"] != "ok" or noisy["speedup"] <= 1.3 * twin["speedup"], (noisy["speedup"], twin["speedup"])
+    if noisy["status"] == "ok":  # the handler runs in the candidate's own calls only
+        assert noisy["ref_runtime_ms"] <= 1.3 * twin["ref_runtime_ms"], (noisy["ref_runtime_ms"], twin["ref_runtime_ms"])

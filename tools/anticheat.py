@@ -1,14 +1,13 @@
 """Anti-cheat rules: the registry (every rule with its rationale) and the static layer.
 
 The static layer reads the candidate's source (Python AST, plus the C++ strings inside it with
-comments stripped) without running anything. The runtime layer lives in ``guards.py`` and
-``measure.py`` (inside the sandbox) and reports under the same rule names where a rule has both
-forms. Static checks are cheap and explain themselves; runtime checks catch what a static
+comments stripped) without running anything. The runtime layer lives in ``judge.py`` (verdicts
+from data the judge owns) and ``inside/guards.py`` (advisory checks in the candidate's process) and
+reports under the same rule names where a rule has both forms. Static checks are cheap and explain themselves; runtime checks catch what a static
 reading cannot see (operators on tensors, obfuscated calls, C++ behaviour).
 
-Threat model: candidates are LLM-written code that may game the evaluator (the tricks seen in
-published kernel-generation work), not hand-crafted exploits of the worker process. The sandbox
-(``sandbox.py``, ``landlock.py``) bounds what even a hostile candidate can do to the machine.
+Threat model: candidates are LLM-written code that may game the evaluator, including on purpose;
+the verdict is made in the judge process, which never runs candidate code (docs/verifier.md).
 """
 
 from __future__ import annotations

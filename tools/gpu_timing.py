@@ -1,4 +1,5 @@
-"""In-sandbox timing on a CUDA device (only the worker imports this module, via measure.py).
+"""CUDA-event timing helpers (the profiler's GPU region uses ``median_call_ms``; the verifier's verdict
+uses the judge's own clock around each call, see docs/verifier.md).
 
 Protocol of one timed call (``events``, the default), the same for reference, best and candidate:
 1. flush L2 by overwriting a buffer twice its size, so every call reads its inputs from DRAM

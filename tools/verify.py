@@ -45,7 +45,8 @@ def empty_result(status: Status, message: str, log_tail: str = "") -> dict[str, 
         "speedup_of_minimums": 0.0,
         "cpu_ratio": {}, "warmup_rounds": 0, "warmup_elapsed_s": 0.0,
         "null_round_trip_ms": 0.0, "timing_slot_waited_s": 0.0, "audited_calls": [], "recorded_calls": [],
-        "fresh_inputs": "", "extra_batches": 0, "sequential_log": [], "flops": 0,
+        "fresh_inputs": "", "extra_batches": 0, "sequential_log": [], "sequential_decision_changed": False,
+        "flops": 0,
         "min_compute_time_bound_ms": 0.0, "stress": {"used": [], "skipped": []},
     }
 
@@ -131,6 +132,13 @@ def _accept(res: dict[str, Any], has_best: bool, best_speedup: float) -> tuple[b
         return True, "accepted: first correct candidate (no best yet)"
     if res["samples_ms"].get("best"):
         low, high = res["speedup_vs_best_ci"]
+        if res.get("extra_batches"):
+            verdict_ok = low > 1.0
+            how = f" after {res['extra_batches']} extra batch(es) of timing"
+            if verdict_ok:
+                return True, (f"accepted{how}: faster than the best, 95% CI of the speedup over it "
+                              f"[{low:.3f}, {high:.3f}] > 1")
+            return False, f"not accepted{how}: 95% CI of the speedup over the best [{low:.3f}, {high:.3f}] includes or is below 1"
         if low > 1.0:
             return True, f"accepted: faster than the best, 95% CI of the speedup over it [{low:.3f}, {high:.3f}] > 1"
         return False, f"not accepted: 95% CI of the speedup over the best [{low:.3f}, {high:.3f}] includes or is below 1"
@@ -178,7 +186,7 @@ def verify_candidate(problem_path: str, code: str, ctx: Context, *, best_code: s
     outcome = sandbox.run_worker(
         request, compile_timeout_s=ctx.compile_timeout_s, run_timeout_s=ctx.run_timeout_s,
         memory_limit_bytes=backends.memory_limit_bytes(ctx), num_threads=ctx.num_threads,
-        extra_env={**build_env(), **backends.sandbox_env(ctx)}, files=files,
+        extra_env={**build_env(), **backends.sandbox_env(ctx)}, files=files, prestarted=ctx.prestarted_judge,
     )
     res = outcome_to_result(outcome, ctx)
     res["checks"] = checks + list(res.get("checks") or [])

@@ -1,0 +1,128 @@
+"""A pre-started judge: torch imported once, a fresh judge forked per verification.
+
+Launching side, running inside the sandbox (``python -m pragma.tools.zygote``, started by
+``sandbox.Zygote`` under the same namespaces, environment allowlist and rlimits as a one-off
+judge). It imports torch and the judge's modules, then serves jobs over its stdin/stdout pipes,
+one at a time:
+
+    launcher -> zygote: {"request": path, "workdir": dir, "env": {...}, "memory_limit_bytes": n,
+                         "cpu_limit_s": n}
+    zygote -> launcher: {"started": pid}, later {"exit": wait status}
+    launcher -> zygote: {"kill": true} (a deadline expired)
+
+Each job is a fork: the child starts a new session, applies the job's rlimits, environment, working
+directory and output log, then runs ``judge.main`` (which confines itself with Landlock for this
+job's directory and forks its runners). The zygote itself never loads a problem or a candidate and
+holds no secret (its environment is the allowlist). After every job it kills every other process
+left in its PID namespace (the namespace's init excepted), so nothing one verification started
+can run during the next.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import select
+import signal
+import sys
+
+FILE_SIZE_LIMIT_BYTES = 512 * 2**20  # as sandbox.FILE_SIZE_LIMIT_BYTES (no pragma import before fork)
+
+
+def _child(job: dict) -> None:
+    from pragma.tools import judge
+
+    os.setsid()
+    resource.setrlimit(resource.RLIMIT_AS, (int(job["memory_limit_bytes"]),) * 2)
+    cpu = int(job["cpu_limit_s"])
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT_BYTES, FILE_SIZE_LIMIT_BYTES))
+    os.environ.clear()
+    os.environ.update({str(k): str(v) for k, v in job["env"].items()})
+    os.chdir(job["workdir"])
+    log_fd = os.open(os.path.join(job["workdir"], "output.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    null_fd = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null_fd, 0)
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    os.closerange(3, 1 << 16)
+    sys.stdout = os.fdopen(1, "w", buffering=1)
+    sys.stderr = os.fdopen(2, "w", buffering=1)
+    code = 1
+    try:
+        code = judge.main(job["request"])
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def _sweep(keep: set[int]) -> None:
+    """Kill every process of this PID namespace but ``keep`` (the namespace's own /proc)."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) not in keep:
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+    while True:  # reap whatever was ours
+        try:
+            if os.waitpid(-1, os.WNOHANG) == (0, 0):
+                break
+        except ChildProcessError:
+            break
+
+
+def _send(message: dict) -> None:
+    os.write(1, (json.dumps(message) + "\n").encode())
+
+
+def main() -> int:
+    import torch  # noqa: F401 - the point of the zygote: imported once
+
+    import pragma.tools.judge  # noqa: F401 - and the judge's own modules
+
+    in_pid_ns = "--pid-ns" in sys.argv  # own PID namespace and /proc: strays can be swept
+    _send({"ready": True, "pid": os.getpid()})
+    buf = b""
+    while True:
+        chunk = os.read(0, 1 << 16)
+        if not chunk:
+            return 0  # the launcher is gone
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            job = json.loads(line)
+            pid = os.fork()
+            if pid == 0:
+                _child(job)
+            _send({"started": pid})
+            status = _wait_or_kill(pid)
+            if in_pid_ns:
+                _sweep({1, os.getpid()})
+            _send({"exit": status})
+
+
+def _wait_or_kill(pid: int) -> int:
+    """Wait for the job, killing its session when the launcher says so."""
+    while True:
+        ready, _, _ = select.select([0], [], [], 0.05)
+        if ready:
+            line = os.read(0, 1 << 16)
+            if not line:
+                os.killpg(pid, signal.SIGKILL)
+                os._exit(0)
+            if b"kill" in line:
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
