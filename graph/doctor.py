@@ -38,6 +38,15 @@ def check_llm(ctx: Context) -> Check:
     from pragma.nodes import llm, local_model
 
     spec = ctx.coder_model
+    if (not spec or spec in ("openai", "openai:")) and llm.setting("coder", "BASE_URL"):
+        # An endpoint without a model name: PRAGMA uses the server's only model (GET /models).
+        url = llm.setting("coder", "BASE_URL")
+        try:
+            model = llm.served_model("coder")
+        except llm.LLMError as exc:
+            return Check("llm", "fail", str(exc), "set PRAGMA_CODER_MODEL=openai:NAME")
+        return Check("llm", "ok", f"will use openai:{model}, the only model {url} serves (no model named)",
+                     f"set PRAGMA_CODER_MODEL=openai:{model} to pin it")
     if not spec:
         if local_model.is_installed():
             return Check("llm", "ok", "no endpoint configured: the embedded local model will be used",

@@ -19,6 +19,9 @@ class Problem(TypedDict, total=False):
     source: str
     inputs: list[dict[str, Any]]  # [{shape, dtype}] of get_inputs()
     init_inputs: list[Any]
+    outputs: dict[str, Any]  # {container, items: [{kind, shape, dtype}]} of forward's result (probe)
+    outputs_alt: dict[str, Any]  # the same for a second input draw (data-dependent shapes differ)
+    state_names: list[str]  # the reference's parameters and buffers (kernel format needs none)
 
 
 class Candidate(TypedDict, total=False):
@@ -26,6 +29,9 @@ class Candidate(TypedDict, total=False):
     code: str
     origin: str  # "initial" | "repair" | "refine"
     unusable_reply: str  # set when the reply held no usable module: its start, shown in repair prompts
+    format: str  # "module" | "kernel" (candidate_format actually used for this candidate)
+    kernel: str  # kernel format: the C++ the model wrote (``code`` is PRAGMA's module around it)
+    format_note: str  # why kernel format fell back to module for this problem, if it did
 
 
 class Best(TypedDict, total=False):

@@ -143,3 +143,54 @@ def show(
         out.print_json(json.dumps([e.model_dump() for e in entries]))
         return
     out.print("\n\n".join(e.render() for e in entries))
+
+
+kernels_app = typer.Typer(add_completion=False, no_args_is_help=True,
+                          help="Memory of verified kernels (Chroma collection pragma_kernels): list, query.")
+knowledge_app.add_typer(kernels_app, name="kernels")
+
+
+def _kernel_row(r: dict) -> str:
+    return (f"{r.get('category') or '-':<14} {r.get('name', ''):<24} {float(r.get('speedup', 0.0)):6.2f}x  "
+            f"{r.get('format', ''):<6} {r.get('origin', ''):<4}  {r.get('profile_summary', '')}")
+
+
+@kernels_app.command("list")
+def kernels_list(as_json: bool = typer.Option(False, "--json", help="Print JSON (with the code).")) -> None:
+    """Every verified kernel in the memory (shipped seeds and runs' accepted bests)."""
+    from pragma.knowledge import kernels
+
+    rows = kernels.listing()
+    if as_json:
+        out.print_json(json.dumps(rows))
+        return
+    out.print(f"{'category':<14} {'problem':<24} {'speedup':>7}  format origin profile")
+    for r in rows:
+        out.print(_kernel_row(r))
+
+
+@kernels_app.command("query")
+def kernels_query(
+    problem: str = typer.Argument(..., help="A problem file (KernelBench format) or a description in words."),
+    k: int = typer.Option(2, "--k", min=1, max=20, help="Number of results."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON (with the code)."),
+) -> None:
+    """The verified kernels whose problems read most like PROBLEM (what the Coder would be shown)."""
+    from pathlib import Path
+
+    from pragma.knowledge import kernels
+
+    path = Path(problem).expanduser()
+    text = path.read_text() if path.suffix == ".py" and path.is_file() else problem
+    if path.suffix == ".py" and not path.is_file():
+        raise _user_error(f"problem file not found: {path}")
+    if not text.strip():
+        raise _user_error("query text is empty")
+    hits = kernels.query(text, k=k)
+    if as_json:
+        out.print_json(json.dumps(hits))
+        return
+    if not hits:
+        out.print("the kernel memory is empty")
+    for r in hits:
+        out.print(f"[distance {r['distance']:.3f}] {_kernel_row(r)}\n{r.get('code', '')}")

@@ -57,11 +57,16 @@ def _reasoning(reply: BaseMessage) -> str:
 
 
 def invoke(role: str, ctx: Context, messages: list[BaseMessage], attempt: int, node: str,
-           schema: type | None = None) -> tuple[str, dict[str, Any], Any]:
+           schema: type | None = None, grammar: str | None = None) -> tuple[str, dict[str, Any], Any]:
     """Call the role's model on ``messages``; returns the reply text, the state update and, when
-    ``schema`` is given with a server-side structured method, the parsed object (or None)."""
+    ``schema`` is given with a server-side structured method, the parsed object (or None).
+    ``grammar`` (GBNF) goes in the request body for llama.cpp's constrained decoding."""
     spec = model_spec(role, ctx)
     runnable: Any = llm.load_chat_model(spec, role=role, timeout_s=ctx.llm_timeout_s)
+    if grammar:
+        # llama_cpp.server reads "grammar" from the chat request (CreateChatCompletionRequest);
+        # extra_body puts it there through the OpenAI client unchanged.
+        runnable = runnable.bind(extra_body={"grammar": grammar})
     if schema is not None and ctx.structured_output != "prompt":
         runnable = runnable.with_structured_output(schema, method=ctx.structured_output, include_raw=True)
     reply, parsed, text, update = _call(role, ctx, spec, runnable, messages, attempt, node)
@@ -100,10 +105,12 @@ def _call(role: str, ctx: Context, spec: str, runnable: Any, messages: list[Base
     if not text and tool_calls and not tools_bound:  # function_calling structured output: JSON in a tool call
         text = json.dumps(tool_calls[0]["args"])
     usage = {**llm.usage_of(reply, role), "llm_wall_s": wall_s}
-    cost = cost_usd(ctx, spec or "local", usage["input_tokens"], usage["output_tokens"])
+    # An empty spec is the embedded model, or the endpoint's only model (already listed, cached).
+    spec = spec or ("local" if llm.is_local(spec, role) else llm.default_spec(role))
+    cost = cost_usd(ctx, spec, usage["input_tokens"], usage["output_tokens"])
     if cost is not None:
         usage["cost_usd"] = cost
-    recording.record(_thread_id(), node=node, role=role, attempt=attempt, model=spec or "local",
+    recording.record(_thread_id(), node=node, role=role, attempt=attempt, model=spec,
                      messages=messages, reply=text, reasoning=_reasoning(reply), usage=usage,
                      tool_calls=tool_calls)
     entry = {"role": role, "node": node, "attempt": attempt, "reply": text[:LOG_TEXT_CHARS],
@@ -115,6 +122,7 @@ def _call(role: str, ctx: Context, spec: str, runnable: Any, messages: list[Base
 
 
 def ask(role: str, ctx: Context, system: str, human: str, attempt: int,
-        node: str = "") -> tuple[str, dict[str, Any]]:
-    text, update, _ = invoke(role, ctx, [SystemMessage(system), HumanMessage(human)], attempt, node or role)
+        node: str = "", grammar: str | None = None) -> tuple[str, dict[str, Any]]:
+    text, update, _ = invoke(role, ctx, [SystemMessage(system), HumanMessage(human)], attempt, node or role,
+                             grammar=grammar)
     return text, update

@@ -1,16 +1,33 @@
-"""coder (LLM): write the first candidate, repair the failed one, or refine the historical best."""
+"""coder (LLM): write the first candidate, repair the failed one, or refine the historical best.
+
+Two candidate formats (``Context.candidate_format``): ``module`` (the model writes the whole Python
+module) and ``kernel`` (the model writes one C++ function with the signature PRAGMA states, and
+``tools/glue.py`` writes the module around it). Either way the candidate's ``code`` is a complete
+module, so the verifier, the profiler and the export never see the difference.
+"""
 
 from __future__ import annotations
 
 import json
+import logging
+from typing import Any
 
 from langgraph.runtime import Runtime
 
 from pragma.graph.context import Context
 from pragma.graph.state import PragmaState
-from pragma.nodes import chat, prompts
+from pragma.nodes import budget, chat, hints, llm, prompts
+from pragma.tools import glue
 from pragma.tools.backends import backend_for
 from pragma.tools.extract import ExtractionError, extract_code, strip_reasoning
+
+log = logging.getLogger("pragma.coder")
+
+# GBNF for llama.cpp's constrained decoding (the request's "grammar" field): the reply is exactly
+# one fenced block, so a small model cannot answer with prose, a second block or the reference.
+# Backticks never occur in the C++ or Python PRAGMA asks for, so "no backtick" delimits the block.
+GRAMMAR_KERNEL = 'root ::= "```cpp\\n" code "```"\ncode ::= [^`]*\n'
+GRAMMAR_MODULE = 'root ::= "```python\\n" code "```"\ncode ::= [^`]*\n'
 
 
 def _inputs_text(problem: dict) -> str:
@@ -29,40 +46,121 @@ def _feedback(state: PragmaState, last: dict) -> dict:
             "best_speedup": (state.get("best") or {}).get("speedup", 0.0)}
 
 
+def candidate_format(ctx: Context, problem: dict) -> tuple[str, str, dict[str, Any] | None]:
+    """(format, fallback note, kernel spec): 'auto' means kernel for the embedded model; a problem
+    the glue cannot describe falls back to module, with the reason in the note."""
+    wanted = ctx.candidate_format
+    if wanted == "auto":
+        wanted = "kernel" if llm.is_local(chat.model_spec("coder", ctx), "coder") else "module"
+    if wanted == "module":
+        return "module", "", None
+    try:
+        return "kernel", "", glue.kernel_spec(problem, ctx.backend)
+    except glue.KernelSpecError as exc:
+        return "module", f"candidate_format=kernel falls back to module for {problem.get('name', '?')}: {exc}", None
+
+
+def grammar_for(ctx: Context, fmt: str) -> str | None:
+    mode = ctx.constrained_decoding
+    if mode == "auto":
+        mode = "grammar" if llm.is_local(chat.model_spec("coder", ctx), "coder") else "off"
+    if mode == "off":
+        return None
+    return GRAMMAR_KERNEL if fmt == "kernel" else GRAMMAR_MODULE
+
+
+def _human(state: PragmaState, ctx: Context, fmt: str, spec: dict[str, Any] | None, attempt: int) -> tuple[str, str]:
+    problem = state["problem"]
+    common = {"attempt": attempt, "name": problem["name"], "source": problem["source"],
+              "inputs": _inputs_text(problem), "hardware": state.get("hardware", "")}
+    if spec is not None:
+        common["signature"] = glue.prototype(spec)
+    guidance = state.get("guidance") or {}
+    best = state.get("best") or {}
+    last = state.get("verification") or {}
+    kernel = fmt == "kernel"
+    if ctx.agent_mode == "single-agent" and state.get("candidate"):
+        # KernelBench multi-turn: the Coder itself reads the compiler/correctness/runtime feedback,
+        # with PRAGMA's fixed hint for the failure (nodes/hints.py).
+        origin = "refine" if last.get("status") == "ok" else "repair"
+        human = prompts.CODER_FEEDBACK.format(**common, **_feedback(state, last))
+        if fix := hints.repair_hints(last, fmt):
+            human += prompts.RULE_HINTS_SECTION.format(hints=fix)
+        if kernel:
+            human += prompts.KERNEL_SIGNATURE_SECTION.format(signature=common["signature"])
+    elif guidance.get("mode") == "repair" and last.get("status") not in (None, "ok"):
+        origin = "repair"
+        template = prompts.CODER_REPAIR_KERNEL if kernel else prompts.CODER_REPAIR
+        human = template.format(**common, status=last["status"], code=prompts.failed_code(state["candidate"]),
+                                guidance=guidance["text"])
+    elif best.get("code") and guidance.get("text"):
+        origin = "refine"
+        # A best written in module format stays a module; only a glue-generated best shows its C++.
+        best_kernel = glue.kernel_of(best["code"]) if kernel else None
+        template = prompts.CODER_REFINE_KERNEL if best_kernel else prompts.CODER_REFINE
+        human = template.format(**common, best_speedup=best["speedup"], best_runtime_ms=best["runtime_ms"],
+                                best_code=best_kernel or best["code"], guidance=guidance["text"])
+    else:
+        origin = "initial"
+        human = (prompts.CODER_FIRST_KERNEL if kernel else prompts.CODER_FIRST).format(**common)
+    return origin, human
+
+
+def _memory_section(ctx: Context, problem: dict) -> str:
+    """The most similar verified kernels (knowledge/kernels.py) within ``kernel_memory_tokens``.
+    A shipped seed for this very problem is left out: it would be the answer, not an example."""
+    if not ctx.kernel_memory or ctx.kernel_memory_tokens <= 0 or not problem.get("source"):
+        return ""
+    try:
+        from pragma.knowledge import kernels
+
+        own = kernels.record_id(problem["source"], "kernel")
+        found = [r for r in kernels.query(problem["source"], k=3)
+                 if not (r["origin"] == "seed" and r["id"] == own)]
+        text = kernels.render(found, ctx.kernel_memory_tokens)
+    except Exception as exc:  # the memory is a help, never a reason to stop a run
+        log.warning("kernel memory unavailable: %s", " ".join(str(exc).split())[:200])
+        return ""
+    return prompts.VERIFIED_KERNELS_SECTION.format(kernels=text) if text else ""
+
+
 def coder(state: PragmaState, runtime: Runtime[Context]) -> dict:
     ctx = runtime.context
     attempt = state.get("iteration", 0) + 1
     problem = state["problem"]
-    common = {"attempt": attempt, "name": problem["name"], "source": problem["source"],
-              "inputs": _inputs_text(problem), "hardware": state.get("hardware", "")}
-    guidance = state.get("guidance") or {}
-    best = state.get("best") or {}
-    last = state.get("verification") or {}
-    if ctx.agent_mode == "single-agent" and state.get("candidate"):
-        # KernelBench multi-turn: the Coder itself reads the compiler/correctness/runtime feedback.
-        origin = "refine" if last.get("status") == "ok" else "repair"
-        human = prompts.CODER_FEEDBACK.format(**common, **_feedback(state, last))
-    elif guidance.get("mode") == "repair" and last.get("status") not in (None, "ok"):
-        origin = "repair"
-        human = prompts.CODER_REPAIR.format(**common, status=last["status"],
-                                            code=prompts.failed_code(state["candidate"]),
-                                            guidance=guidance["text"])
-    elif best.get("code") and guidance.get("text"):
-        origin = "refine"
-        human = prompts.CODER_REFINE.format(**common, best_speedup=best["speedup"],
-                                            best_runtime_ms=best["runtime_ms"], best_code=best["code"],
-                                            guidance=guidance["text"])
-    else:
-        origin = "initial"
-        human = prompts.CODER_FIRST.format(**common)
+    fmt, note, spec = candidate_format(ctx, problem)
+    if note and attempt == 1:
+        log.warning(note)
+    origin, human = _human(state, ctx, fmt, spec, attempt)
+    human += _memory_section(ctx, problem)
     # The backend decides the kernel language (C++ on cpu, Triton on gpu); the templates are shared.
-    text, update = chat.ask("coder", ctx, backend_for(ctx).coder_system, human, attempt)
-    candidate = {"iteration": attempt, "origin": origin}
+    system = prompts.CODER_SYSTEM_KERNEL if fmt == "kernel" else backend_for(ctx).coder_system
+    human = budget.fit(system, human, budget.budget_for(
+        ctx.prompt_budget_tokens, llm.is_local(chat.model_spec("coder", ctx), "coder")))
+    grammar = grammar_for(ctx, fmt)
+    text, update = chat.ask("coder", ctx, system, human, attempt, **({"grammar": grammar} if grammar else {}))
+    candidate: dict[str, Any] = {"iteration": attempt, "origin": origin, "format": fmt}
+    if note:
+        candidate["format_note"] = note
+        for entry in update.get("log", []):
+            entry["note"] = note
     try:
-        candidate["code"] = extract_code(text)
+        if spec is not None:
+            try:
+                cpp = glue.extract_kernel(text, spec["entry"])
+                candidate["kernel"] = cpp
+                candidate["code"] = glue.module_source(spec, cpp)
+            except glue.KernelExtractionError:
+                # A model that wrote a whole module anyway is taken at its word (format module).
+                candidate["code"] = extract_code(text)
+                candidate["format"] = "module"
+        else:
+            candidate["code"] = extract_code(text)
     except ExtractionError as exc:
         # An unusable reply is a failed candidate; the verifier reports it and repair follows,
         # quoting the reply itself rather than this placeholder.
-        candidate["code"] = f"# PRAGMA: {exc}\nraise SyntaxError({str(exc)!r})\n"
+        why = (f'the reply contains no C++ code block defining extern "C" void {spec["entry"]}(...)'
+               if spec is not None else str(exc))
+        candidate["code"] = f"# PRAGMA: {why}\nraise SyntaxError({why!r})\n"
         candidate["unusable_reply"] = strip_reasoning(text)[: prompts.UNUSABLE_REPLY_CHARS]
     return {**update, "iteration": attempt, "candidate": candidate}

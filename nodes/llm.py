@@ -15,7 +15,11 @@ become one-line ``LLMError``s through ``describe_error``.
 
 from __future__ import annotations
 
+import functools
+import json
 import os
+import urllib.error
+import urllib.request
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -44,10 +48,62 @@ def setting(role: str, name: str) -> str | None:
     return next((os.environ[k] for k in keys if os.environ.get(k)), None)
 
 
-def default_spec() -> str:
-    """What an empty model setting means: the embedded model when it is installed and allowed."""
+def is_local(spec: str, role: str = "") -> bool:
+    """Whether ``spec`` means the embedded model, without starting anything: 'local[:...]', or an
+    empty spec with no endpoint configured (which is what an empty spec falls back to)."""
+    if spec:
+        provider, _, rest = spec.partition(":")
+        if provider == "replay" and rest:
+            # A replay must build the prompts the recorded run built (format, hints, grammar).
+            from pragma.nodes.recording import recorded_model
+
+            return (recorded_model(rest, role or "coder") or "").partition(":")[0] == "local"
+        return provider == "local"
+    return setting(role, "BASE_URL") is None
+
+
+@functools.lru_cache(maxsize=16)
+def _served_models(url: str, key: str | None, timeout_s: float) -> tuple[str, ...]:
+    request = urllib.request.Request(f"{url.rstrip('/')}/models")
+    if key:
+        request.add_header("Authorization", f"Bearer {key}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as resp:
+            body = json.loads(resp.read() or b"{}")
+    except urllib.error.HTTPError as exc:
+        raise LLMError(f"the LLM endpoint {url} answered HTTP {exc.code} to GET /models; name the model "
+                       "with PRAGMA_CODER_MODEL=openai:MODEL") from None
+    except (OSError, ValueError) as exc:
+        raise LLMError(f"cannot list the models of {url} ({' '.join(str(exc).split())[:120]}); is the server "
+                       "running? check PRAGMA_LLM_BASE_URL") from None
+    data = body.get("data") if isinstance(body, dict) else None
+    return tuple(str(m.get("id")) for m in (data or []) if isinstance(m, dict) and m.get("id"))
+
+
+def served_model(role: str = "", timeout_s: float = 10.0) -> str:
+    """The endpoint's only model, for a base URL given without a model name (GET /v1/models).
+    Several models, or none, is a one-line error naming the choices."""
+    url = setting(role, "BASE_URL")
+    if url is None:
+        raise LLMNotConfigured(not_configured_message())
+    models = _served_models(url, setting(role, "API_KEY"), timeout_s)
+    if len(models) == 1:
+        return models[0]
+    if not models:
+        raise LLMError(f"the LLM endpoint {url} lists no models (GET /models); name one with "
+                       "PRAGMA_CODER_MODEL=openai:MODEL")
+    shown = ", ".join(models[:8]) + (f" and {len(models) - 8} more" if len(models) > 8 else "")
+    raise LLMError(f"the LLM endpoint {url} serves {len(models)} models ({shown}): choose one with "
+                   f"PRAGMA_{(role or 'coder').upper()}_MODEL=openai:NAME or --{role or 'coder'}-model")
+
+
+def default_spec(role: str = "") -> str:
+    """What an empty model setting means: the endpoint's only model when a base URL is set, else
+    the embedded model when it is installed and allowed."""
     from pragma.nodes import local_model
 
+    if setting(role, "BASE_URL") is not None:
+        return f"openai:{served_model(role)}"
     if os.environ.get("PRAGMA_LOCAL_MODEL", "").lower() in ("0", "off", "disabled", "false"):
         raise LLMNotConfigured(not_configured_message())
     if not local_model.is_installed():
@@ -57,7 +113,9 @@ def default_spec() -> str:
 
 def load_chat_model(spec: str, *, role: str = "", timeout_s: float = 600.0) -> BaseChatModel:
     """Return the chat model named by ``spec`` ('provider:model')."""
-    spec = spec or default_spec()
+    spec = spec or default_spec(role)
+    if spec == "openai" or spec == "openai:":  # a provider without a model: the endpoint's only one
+        spec = f"openai:{served_model(role)}"
     provider, _, model = spec.partition(":")
     if provider not in SUPPORTED_PROVIDERS:
         raise LLMError(f"unknown provider {provider!r} in {spec!r}; use openai:MODEL, local or replay:THREAD_ID")

@@ -3,6 +3,8 @@ crown it as the new best when the verifier accepted it (so the best always carri
 
 from __future__ import annotations
 
+import logging
+
 from langgraph.runtime import Runtime
 
 from pragma.graph.context import Context
@@ -30,6 +32,27 @@ def _best_update(candidate: dict, result: dict, profile: dict) -> dict | None:
     return update
 
 
+log = logging.getLogger("pragma.profiler")
+
+
+def _remember(state: PragmaState, ctx: Context, candidate: dict, result: dict, profile: dict) -> None:
+    """Add an accepted best to the memory of verified kernels (knowledge/kernels.py), unless
+    ``kernel_memory`` is off. A failure is logged: the memory never stops a run."""
+    if not ctx.kernel_memory:
+        return
+    try:
+        from pragma.knowledge import kernels
+
+        problem = state["problem"]
+        kernels.add(source=problem.get("source", ""), name=problem.get("name", ""),
+                    code=candidate.get("kernel") or candidate["code"], fmt=candidate.get("format", "module"),
+                    speedup=float(result.get("speedup", 0.0)),
+                    profile_summary=f"bottleneck {profile.get('bottleneck', 'unknown')} "
+                                    f"(confidence {profile.get('confidence', 'none')})")
+    except Exception as exc:
+        log.warning("kernel memory not updated: %s", " ".join(str(exc).split())[:200])
+
+
 def profiler(state: PragmaState, runtime: Runtime[Context]) -> dict:
     candidate, result = state["candidate"], state["verification"]
     if runtime.context.agent_mode != "pragma":
@@ -38,6 +61,8 @@ def profiler(state: PragmaState, runtime: Runtime[Context]) -> dict:
                    "sources": [], "confidence": "none", "metrics": {}, "bottleneck": "unknown",
                    "iteration": candidate["iteration"]}
         crowned = _best_update(candidate, result, skipped)
+        if crowned:
+            _remember(state, runtime.context, candidate, result, skipped)
         return {"profile": skipped, **({"best": crowned} if crowned else {})}
     # Metrics the Conductor asked for last time are collected now (validated in profilers/extra.py).
     extra = (state.get("guidance") or {}).get("extra_metrics") or []
@@ -54,4 +79,5 @@ def profiler(state: PragmaState, runtime: Runtime[Context]) -> dict:
         update["hardware"] = summary
     if crowned := _best_update(candidate, result, profile):
         update["best"] = crowned
+        _remember(state, runtime.context, candidate, result, profile)
     return update

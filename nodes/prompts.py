@@ -107,6 +107,117 @@ Rules:
 - Reply with exactly one ```python code block holding the complete module, after a short explanation.
 """
 
+# candidate_format=kernel: the Coder writes one C++ function, PRAGMA writes the Python around it
+# (tools/glue.py). Compact on purpose: the embedded model has a 4-8k token context.
+CODER_SYSTEM_KERNEL = """You are the Coder of PRAGMA, an expert in fast C++ CPU kernels.
+You implement a PyTorch operator as ONE C++ function. PRAGMA calls it from Python: it allocates the
+outputs, passes contiguous row-major inputs and the sizes of every tensor, and checks your results.
+
+Example, for `return torch.relu(x)` with x of shape [N, M]:
+```cpp
+#include <cstdint>
+extern "C" void pragma_kernel(const float* x, int64_t x_dim0, int64_t x_dim1,
+                              float* out0, int64_t out0_dim0, int64_t out0_dim1) {
+    const int64_t n = x_dim0 * x_dim1;
+    #pragma omp parallel for simd
+    for (int64_t i = 0; i < n; ++i) out0[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+```
+
+Rules:
+- Implement exactly the function in <signature>: same name, same arguments in the same order.
+- Compute the whole result in C++ (g++ -O3 -march=native -fopenmp -std=c++17); include the headers
+  you use. Write every output element; never write to inputs; no static or global state.
+- Use the size arguments, not fixed numbers; index with int64_t. Element [i][j] of a tensor with
+  sizes (d0, d1) is at i * d1 + j.
+- Parallelise with #pragma omp parallel for (no other threads); no -ffast-math; accumulate in float or double.
+- Reply with exactly one ```cpp code block holding the whole source file.
+"""
+
+CODER_FIRST_KERNEL = """<attempt>{attempt}</attempt>
+Write the C++ function that computes this problem's forward().
+
+<problem name="{name}">
+{source}
+</problem>
+
+<signature>
+{signature}
+</signature>
+
+<hardware>{hardware}</hardware>
+"""
+
+CODER_REFINE_KERNEL = """<attempt>{attempt}</attempt>
+Make the historical best C++ function faster, following the Conductor's guidance.
+
+<problem name="{name}">
+{source}
+</problem>
+
+<signature>
+{signature}
+</signature>
+
+<hardware>{hardware}</hardware>
+
+<historical_best speedup="{best_speedup:.3f}" runtime_ms="{best_runtime_ms:.4f}">
+{best_code}
+</historical_best>
+
+<guidance>
+{guidance}
+</guidance>
+"""
+
+CODER_REPAIR_KERNEL = """<attempt>{attempt}</attempt>
+Your last C++ function failed verification. Fix it following the repair instructions.
+
+<problem name="{name}">
+{source}
+</problem>
+
+<signature>
+{signature}
+</signature>
+
+<failed_candidate status="{status}">
+{code}
+</failed_candidate>
+
+<repair_instructions>
+{guidance}
+</repair_instructions>
+"""
+
+# Appended to CODER_FEEDBACK (single-agent mode) in kernel format.
+KERNEL_SIGNATURE_SECTION = """
+<signature>
+{signature}
+</signature>
+"""
+
+# The memory of verified kernels (knowledge/kernels.py): examples, not the answer.
+VERIFIED_KERNELS_SECTION = """
+<verified_kernels note="kernels PRAGMA verified for similar operators; use their techniques, but write the code for this problem">
+{kernels}
+</verified_kernels>
+"""
+
+# Fixed, model-independent repair hints (nodes/hints.py): shown to the Conductor with the logs,
+# and leading the guidance the Coder gets.
+RULE_HINTS_SECTION = """
+<verifier_hints>
+{hints}
+</verifier_hints>
+"""
+
+# repair_advice=rules+model: the fixed hints come first, the Conductor's advice after them.
+REPAIR_GUIDANCE = """{hints}
+
+Conductor's advice:
+{advice}"""
+
 CODER_FIRST = """<attempt>{attempt}</attempt>
 Write a first fast, correct ModelNew for this problem.
 
@@ -298,12 +409,17 @@ CONDUCTOR_HUMAN = """<attempt>{attempt}</attempt>
 
 UNUSABLE_REPLY_CHARS = 3000
 
+NO_MODULE = ("(no candidate: your reply contained no ```python code block defining class ModelNew. "
+             "Reply with exactly one complete module in one ```python block.)")
+NO_KERNEL = ("(no candidate: your reply contained no ```cpp code block defining the extern \"C\" function "
+             "of the signature. Reply with exactly one complete C++ source file in one ```cpp block.)")
+
 
 def failed_code(candidate: dict) -> str:
-    """What a repair prompt shows as the failed candidate. When the reply held no usable module the
-    placeholder the verifier rejected would only be echoed back by a small model: show the reply."""
+    """What a repair prompt shows as the failed candidate. When the reply held no usable code the
+    placeholder the verifier rejected would only be echoed back by a small model: show the reply.
+    In kernel format the model wrote only the C++, so that is what it is shown (not PRAGMA's glue)."""
     if "unusable_reply" not in candidate:
-        return candidate["code"]
-    return ("(no candidate: your reply contained no ```python code block defining class ModelNew. "
-            "Reply with exactly one complete module in one ```python block.)\nYour reply began:\n"
-            + candidate["unusable_reply"][:UNUSABLE_REPLY_CHARS])
+        return candidate.get("kernel") or candidate["code"]
+    lead = NO_KERNEL if candidate.get("format") == "kernel" else NO_MODULE
+    return lead + "\nYour reply began:\n" + candidate["unusable_reply"][:UNUSABLE_REPLY_CHARS]

@@ -48,6 +48,19 @@ def prompt_text(messages: list[BaseMessage]) -> str:
     return "\n\n".join(f"[{m.type}]\n{m.content}" for m in messages)
 
 
+def recorded_model(thread_id: str, role: str) -> str | None:
+    """The model spec a recorded run used for ``role`` (first matching call), None if unknown."""
+    try:
+        with open(log_path(thread_id)) as f:
+            for line in f:
+                entry = json.loads(line)
+                if entry.get("role") == role:
+                    return str(entry.get("model", ""))
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 def record(thread_id: str, *, node: str, role: str, attempt: int, model: str, messages: list[BaseMessage],
            reply: str, reasoning: str, usage: dict[str, float], tool_calls: list[dict] | None = None) -> None:
     prompt = prompt_text(messages)

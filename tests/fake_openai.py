@@ -19,9 +19,11 @@ ATTEMPT = re.compile(r"<attempt>(\d+)</attempt>")
 
 
 class FakeOpenAI:
-    def __init__(self, script: dict[str, list[dict[str, Any]]]):
+    def __init__(self, script: dict[str, list[dict[str, Any]]], models: tuple[str, ...] = ("fake-model",)):
         self.script = {k: list(v) for k, v in script.items()}
+        self.models = models  # what GET /models lists
         self.requests: list[dict[str, Any]] = []
+        self.bodies: list[dict[str, Any]] = []  # every chat request's JSON body, in order
         self._lock = threading.Lock()
         fake = self
 
@@ -42,7 +44,7 @@ class FakeOpenAI:
 
             def do_GET(self) -> None:
                 if self.path.rstrip("/").endswith("/models"):
-                    self._send(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+                    self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in fake.models]})
                 else:
                     self._send(404, {"error": {"message": "not found"}})
 
@@ -85,6 +87,7 @@ class FakeOpenAI:
         key = f"{role}:{found[-1] if found else 0}"
         with self._lock:
             self.requests.append({"key": key, "t": time.monotonic()})
+            self.bodies.append(body)
             steps = self.script.get(key) or [{"status": 500}]
             step = steps.pop(0) if len(steps) > 1 else steps[0]
         return step, key

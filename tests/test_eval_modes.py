@@ -38,7 +38,7 @@ FAILED = {"status": "compile_error", "message": "CompileError: expected ';' befo
 def test_single_agent_coder_reads_the_verifier_feedback(monkeypatch):
     seen = {}
 
-    def ask(role, ctx, system, human, attempt, node=""):
+    def ask(role, ctx, system, human, attempt, node="", **kwargs):  # kwargs: grammar (nodes/coder.py)
         seen.update(role=role, human=human, attempt=attempt)
         return "```python\nclass ModelNew: pass\n```", {}
 

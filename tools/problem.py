@@ -65,8 +65,12 @@ def probe_problem(problem: dict[str, Any], *, num_threads: int = 1, seed: int = 
         raise ProblemError(f"{problem['path']}: the reference could not be run ({why})")
     if res.get("status") != "ok":
         raise ProblemError(f"{problem['path']}: the reference fails: {res.get('message', '').splitlines()[-1:]}")
+    # outputs/outputs_alt/state_names describe what forward returns (two input draws) and the
+    # reference's parameters and buffers: tools/glue.py decides from them whether a kernel-only
+    # candidate can be wrapped. A worker without them (older) simply means "module" format.
+    extra = {k: res[k] for k in ("outputs", "outputs_alt", "state_names") if k in res}
     return {**problem, "inputs": res["inputs"], "init_inputs": res["init_inputs"],
-            "ref_call_ms": res["ref_call_ms"]}
+            "ref_call_ms": res["ref_call_ms"], **extra}
 
 
 def load_problem(path: str | Path, **probe_kwargs: Any) -> dict[str, Any]:

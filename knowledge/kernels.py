@@ -1,0 +1,134 @@
+"""A memory of verified kernels: a second Chroma collection beside the profiler compendium.
+
+Why: a small model writes a correct kernel far more often when it is shown a verified kernel for
+a similar operator. Each record is one kernel the verifier accepted: the problem's source (what
+is embedded, so retrieval finds similar operators), its category, the code (the C++ of a
+kernel-format candidate, else the whole module), the format, the speedup and a one-line profile
+summary. The collection is seeded with the kernels in ``knowledge/data/kernels/`` (written for
+the example problems' categories and verified by ``tests/test_kernel_memory.py``) and grows with
+every run's accepted best (``Context.kernel_memory``; ``nodes/profiler.py`` adds it). A record's
+id is the SHA-256 of (problem source, format), so a faster best for the same problem replaces it.
+
+Embedding is the compendium's offline MiniLM (``store.embedding_function``): Chroma's default
+would download a model. Retrieval failures never stop a run: the Coder's prompt simply has no
+examples (logged).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+COLLECTION = "pragma_kernels"
+SEED_DIR = Path(__file__).parent / "data" / "kernels"
+# Embedded text per record: the reference's docstring and class (MiniLM reads 256 word pieces).
+DOC_CHARS = 1200
+
+
+def _collection() -> Any:
+    from pragma.knowledge import store
+
+    return store.client().get_or_create_collection(
+        COLLECTION, embedding_function=store.embedding_function(), configuration={"hnsw": {"space": "cosine"}})
+
+
+def problem_text(source: str) -> str:
+    """What identifies an operator: the docstring and the Model class (sizes and imports dropped)."""
+    doc = re.match(r'\s*(?:"""(.*?)"""|\'\'\'(.*?)\'\'\')', source, re.DOTALL)
+    start = source.find("class Model")
+    body = source[start:] if start >= 0 else source
+    body = body.split("\ndef get_inputs")[0]
+    head = (doc.group(1) or doc.group(2) or "").strip() if doc else ""
+    return f"{head}\n{body}".strip()[:DOC_CHARS]
+
+
+def category_of(source: str) -> str:
+    """'category: X' from the problem's docstring (the suites' convention), else ''."""
+    m = re.search(r"category:\s*([A-Za-z0-9_-]+)", source[:500])
+    return m.group(1).lower() if m else ""
+
+
+def record_id(source: str, fmt: str) -> str:
+    return hashlib.sha256(f"{fmt}\0{source}".encode()).hexdigest()[:24]
+
+
+def add(*, source: str, name: str, code: str, fmt: str, speedup: float, profile_summary: str = "",
+        category: str = "", origin: str = "run", collection: Any = None) -> str:
+    """Store one verified kernel (replacing a slower one for the same problem and format)."""
+    col = collection if collection is not None else _collection()
+    rid = record_id(source, fmt)
+    old = col.get(ids=[rid], include=["metadatas"])
+    if old["ids"] and float(old["metadatas"][0].get("speedup", 0.0)) >= speedup and origin == "run":
+        return rid  # the memory keeps the fastest verified kernel per problem
+    col.upsert(ids=[rid], documents=[problem_text(source)], metadatas=[{
+        "name": name, "category": category or category_of(source), "format": fmt, "speedup": float(speedup),
+        "profile_summary": profile_summary[:300], "origin": origin, "code": code,
+        "source": source[:4000]}])
+    return rid
+
+
+def seed_records() -> list[dict[str, Any]]:
+    """The shipped kernels: manifest entries with their C++ and the problem's source."""
+    manifest = json.loads((SEED_DIR / "manifest.json").read_text())
+    root = Path(__file__).resolve().parent.parent
+    out = []
+    for entry in manifest:
+        out.append({**entry, "code": (SEED_DIR / entry["kernel"]).read_text(),
+                    "source": (root / entry["problem"]).read_text()})
+    return out
+
+
+def ensure() -> Any:
+    """The collection, with every shipped seed present (added once; cheap afterwards)."""
+    col = _collection()
+    seeds = seed_records()
+    ids = [record_id(s["source"], "kernel") for s in seeds]
+    have = set(col.get(ids=ids, include=[])["ids"])
+    for s, rid in zip(seeds, ids, strict=True):
+        if rid not in have:
+            add(source=s["source"], name=s["name"], code=s["code"], fmt="kernel", speedup=s["speedup"],
+                profile_summary=s.get("profile_summary", ""), category=s["category"], origin="seed", collection=col)
+    return col
+
+
+def query(source: str, k: int = 2, fmt: str | None = None) -> list[dict[str, Any]]:
+    """The ``k`` verified kernels whose problems read most like ``source`` (best first)."""
+    col = ensure()
+    if col.count() == 0:
+        return []
+    where = {"format": fmt} if fmt else None
+    res = col.query(query_texts=[problem_text(source)], n_results=min(k, col.count()), where=where,
+                    include=["metadatas", "distances"])
+    return [{**meta, "id": rid, "distance": float(dist)}
+            for rid, meta, dist in zip(res["ids"][0], res["metadatas"][0], res["distances"][0], strict=True)]
+
+
+def listing() -> list[dict[str, Any]]:
+    col = ensure()
+    got = col.get(include=["metadatas"])
+    rows = [{**meta, "id": rid} for rid, meta in zip(got["ids"], got["metadatas"], strict=True)]
+    return sorted(rows, key=lambda r: (r.get("category", ""), r.get("name", "")))
+
+
+def render(records: list[dict[str, Any]], max_tokens: int) -> str:
+    """Prompt section text: each kernel with its problem's forward and speedup, within ``max_tokens``
+    (approximate, 3 characters per token); kernels that do not fit are left out whole."""
+    parts: list[str] = []
+    used = 0
+    for r in records:
+        forward = problem_text(r.get("source", ""))
+        text = (f'<verified_kernel name="{r.get("name", "")}" category="{r.get("category", "")}" '
+                f'speedup="{float(r.get("speedup", 0.0)):.2f}">\n<for_problem>\n{forward}\n</for_problem>\n'
+                f"{r.get('code', '')}\n</verified_kernel>")
+        cost = len(text) // 3 + 1
+        if used + cost > max_tokens:
+            continue
+        parts.append(text)
+        used += cost
+    return "\n".join(parts)

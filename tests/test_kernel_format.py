@@ -1,0 +1,206 @@
+"""Kernel-only candidates (candidate_format=kernel): PRAGMA's generated module around real C++
+kernels, checked by the real verifier (g++ builds, the sandbox, the anti-cheat rules), exported to a
+standalone best.py, and the fallback to module format for problems a lone kernel cannot serve."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import scripted
+from conftest import EXAMPLES
+
+from pragma.graph.context import resolve_context
+from pragma.tools import glue
+from pragma.tools.export import standalone_source
+from pragma.tools.problem import load_problem
+from pragma.tools.verify import verify_candidate
+
+PROBLEMS = Path(__file__).parent / "data" / "problems"
+
+GATHER_CPP = r'''
+#include <cstdint>
+extern "C" void pragma_kernel(const float* x, int64_t x_dim0, int64_t x_dim1,
+                              const int64_t* idx, int64_t idx_dim0, int64_t shift,
+                              float* out0, int64_t out0_dim0, int64_t out0_dim1, double alpha) {
+    for (int64_t r = 0; r < idx_dim0; ++r) {
+        const float* row = x + idx[r] * x_dim1;
+        for (int64_t c = 0; c < x_dim1; ++c) out0[r * out0_dim1 + c] = row[c] * (float)alpha + (float)shift;
+    }
+}
+'''
+
+ROW_STATS_CPP = r'''
+#include <cstdint>
+extern "C" void pragma_kernel(const float* x, int64_t x_dim0, int64_t x_dim1,
+                              float* out0, int64_t out0_dim0, int64_t* out1, int64_t out1_dim0,
+                              float* out2, int64_t out2_dim0, int64_t out2_dim1) {
+    for (int64_t i = 0; i < x_dim0; ++i) {
+        const float* row = x + i * x_dim1;
+        float best = row[0];
+        int64_t at = 0;
+        for (int64_t j = 0; j < x_dim1; ++j) {
+            if (row[j] > best) { best = row[j]; at = j; }
+            out2[i * x_dim1 + j] = row[j] > 0.0f ? row[j] : 0.0f;
+        }
+        out0[i] = best;
+        out1[i] = at;
+    }
+}
+'''
+
+
+@pytest.fixture(scope="module")
+def probed():
+    return {name: load_problem(PROBLEMS / f"{name}.py") for name in ("gather_scale", "row_stats", "linear_relu")}
+
+
+def _ctx(**kw):
+    return resolve_context(timed_calls=5, warmup_calls=1, warmup_s=0.05, **kw)
+
+
+def test_probe_describes_outputs_and_state(probed):
+    rows = probed["row_stats"]
+    assert rows["outputs"]["container"] == "tuple"
+    assert [(y["shape"], y["dtype"]) for y in rows["outputs"]["items"]] == [
+        ([50], "float32"), ([50], "int64"), ([50, 77], "float32")]
+    assert probed["linear_relu"]["state_names"] == ["fc.weight", "fc.bias"]
+    assert probed["gather_scale"]["inputs"][2] == {"kind": "int", "value": "3"}
+
+
+def test_signature_states_pointers_dtypes_sizes_and_scalars(probed):
+    proto = glue.prototype(glue.kernel_spec(probed["gather_scale"]))
+    for decl in ("const float* x, int64_t x_dim0, int64_t x_dim1", "const int64_t* idx, int64_t idx_dim0",
+                 "int64_t shift", "float* out0, int64_t out0_dim0, int64_t out0_dim1", "double alpha"):
+        assert decl in proto
+    # Arguments in the order the glue passes them: forward inputs, outputs, constructor arguments.
+    assert proto.index("shift") < proto.index("out0") < proto.index("alpha")
+
+
+@pytest.mark.parametrize("name,cpp", [("gather_scale", GATHER_CPP), ("row_stats", ROW_STATS_CPP)])
+def test_generated_module_passes_the_real_verifier(probed, name, cpp):
+    code = glue.module_source(glue.kernel_spec(probed[name]), cpp)
+    result = verify_candidate(probed[name]["path"], code, _ctx())
+    assert result["status"] == "ok", result["message"]
+    assert glue.kernel_of(code) == cpp.strip("\n") + "\n"
+
+
+def test_a_wrong_kernel_in_the_glue_is_a_mismatch(probed):
+    wrong = GATHER_CPP.replace("(float)alpha + (float)shift", "(float)alpha")  # forgets the shift
+    result = verify_candidate(probed["gather_scale"]["path"], glue.module_source(
+        glue.kernel_spec(probed["gather_scale"]), wrong), _ctx())
+    assert result["status"] == "mismatch"
+
+
+def test_generated_module_exports_to_a_standalone_best_py(probed, tmp_path):
+    code = glue.module_source(glue.kernel_spec(probed["row_stats"]), ROW_STATS_CPP)
+    best = tmp_path / "best.py"
+    best.write_text(standalone_source(code))
+    script = f"""
+import importlib.util, sys, torch
+sys.path.insert(0, {str(PROBLEMS)!r})
+import row_stats
+spec = importlib.util.spec_from_file_location("best", {str(best)!r})
+best = importlib.util.module_from_spec(spec); spec.loader.exec_module(best)
+x = row_stats.get_inputs()[0]
+got, want = best.ModelNew()(x), row_stats.Model()(x)
+assert all(torch.equal(a, b) for a, b in zip(got, want)), "outputs differ"
+print("same")
+"""
+    env = {**os.environ, "PRAGMA_BUILD_DIR": str(tmp_path / "build")}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300,
+                          cwd=tmp_path)
+    assert proc.returncode == 0 and "same" in proc.stdout, proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("change,reason", [
+    ({"state_names": ["fc.weight"]}, "learned parameters"),
+    ({"outputs_alt": {"container": "", "items": [{"kind": "tensor", "shape": [7], "dtype": "int64"}]}},
+     "data-dependent"),
+    ({"outputs": {"container": "", "items": [{"kind": "float", "value": "1.0"}]}}, "not a tensor"),
+    ({"inputs": [{"kind": "tensor", "shape": [4], "dtype": "float16"}]}, "float16"),
+    ({"outputs": None}, "without output descriptions"),
+])
+def test_problems_a_lone_kernel_cannot_serve_fall_back(change, reason):
+    base = {"name": "p", "source": "", "inputs": [{"kind": "tensor", "shape": [4], "dtype": "float32"}],
+            "init_inputs": [], "outputs": {"container": "", "items": [{"kind": "tensor", "shape": [4], "dtype": "int64"}]},
+            "state_names": []}
+    assert glue.unsupported_reason(base) is None
+    assert reason in glue.unsupported_reason({**base, **change})
+
+
+def test_extract_kernel_takes_the_cpp_block_defining_the_entry():
+    reply = "Explanation.\n```cpp\nint helper();\n```\nThen:\n```cpp\n" + GATHER_CPP + "```\n"
+    assert glue.extract_kernel(reply).strip() == GATHER_CPP.strip()
+    assert glue.extract_kernel("```cpp\n" + GATHER_CPP).strip() == GATHER_CPP.strip()  # cut at max_tokens
+    with pytest.raises(glue.KernelExtractionError):
+        glue.extract_kernel("```python\nclass ModelNew: pass\n```")
+
+
+def _coder_runtime(monkeypatch, script, **ctx):
+    from pragma.nodes import llm
+
+    monkeypatch.setattr(llm, "load_chat_model", scripted.loader_for(script))
+    seen: list[str] = []
+    real = scripted.ScriptedChatModel._generate
+
+    def spy(self, messages, *args, **kwargs):
+        seen.append("\n".join(str(m.content) for m in messages))
+        return real(self, messages, *args, **kwargs)
+
+    monkeypatch.setattr(scripted.ScriptedChatModel, "_generate", spy)
+    return SimpleNamespace(context=resolve_context(coder_model="scripted:x", **ctx)), seen
+
+
+def test_coder_in_kernel_format_wraps_the_reply_and_the_verifier_accepts_it(monkeypatch, probed):
+    from pragma.nodes import coder
+
+    script = {"coder": {"1": "Here it is.\n```cpp\n" + GATHER_CPP + "```\n"}}
+    runtime, seen = _coder_runtime(monkeypatch, script, candidate_format="kernel")
+    update = coder.coder({"problem": probed["gather_scale"], "iteration": 0}, runtime)
+    cand = update["candidate"]
+    assert cand["format"] == "kernel" and cand["kernel"].strip() == GATHER_CPP.strip()
+    assert "<signature>" in seen[0] and "int64_t shift" in seen[0] and "class ModelNew" not in seen[0]
+    assert verify_candidate(probed["gather_scale"]["path"], cand["code"], _ctx())["status"] == "ok"
+
+
+def test_coder_falls_back_to_module_and_says_why(monkeypatch, probed, caplog):
+    from pragma.nodes import coder
+
+    module = (Path(__file__).parent / "data" / "candidates" / "relu_fast.py").read_text()
+    script = {"coder": {"1": f"```python\n{module}```\n"}}
+    runtime, seen = _coder_runtime(monkeypatch, script, candidate_format="kernel")
+    with caplog.at_level("WARNING", logger="pragma.coder"):
+        update = coder.coder({"problem": probed["linear_relu"], "iteration": 0}, runtime)
+    cand = update["candidate"]
+    assert cand["format"] == "module" and "learned parameters" in cand["format_note"]
+    assert "falls back to module" in caplog.text and "learned parameters" in update["log"][0]["note"]
+    assert "class ModelNew" in seen[0] and "<signature>" not in seen[0]
+
+
+def test_auto_format_is_kernel_for_the_local_model_only(probed):
+    from pragma.nodes.coder import candidate_format
+
+    assert candidate_format(resolve_context(coder_model="local"), probed["row_stats"])[0] == "kernel"
+    assert candidate_format(resolve_context(coder_model="openai:big"), probed["row_stats"])[0] == "module"
+    assert candidate_format(resolve_context(coder_model="openai:big", candidate_format="kernel"),
+                            probed["row_stats"])[0] == "kernel"
+
+
+def test_unusable_kernel_reply_is_quoted_with_the_kernel_instruction(monkeypatch, probed):
+    from pragma.nodes import coder, prompts
+
+    runtime, _ = _coder_runtime(monkeypatch, {"coder": {"1": "Use torch.amax."}}, candidate_format="kernel")
+    cand = coder.coder({"problem": probed["row_stats"], "iteration": 0}, runtime)["candidate"]
+    shown = prompts.failed_code(cand)
+    assert shown.startswith(prompts.NO_KERNEL) and "Use torch.amax." in shown
+
+
+def test_probe_json_is_plain_data(probed):
+    json.dumps(probed["gather_scale"])  # goes into checkpointed state
+    assert EXAMPLES.is_dir()

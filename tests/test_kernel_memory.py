@@ -1,0 +1,116 @@
+"""The memory of verified kernels: shipped seeds that really verify, a real Chroma collection with the
+offline embedding, growth from accepted bests (and the opt-out), retrieval into the Coder's prompt
+within its token budget, and `pragma knowledge kernels list|query`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import scripted
+from conftest import EXAMPLES, pragma_env
+
+from pragma.graph.context import resolve_context
+from pragma.knowledge import kernels
+from pragma.tools import glue
+from pragma.tools.problem import load_problem
+from pragma.tools.verify import verify_candidate
+
+ROOT = Path(__file__).resolve().parent.parent
+SUITE = ROOT / "eval" / "suites" / "cpu"
+
+
+@pytest.mark.parametrize("entry", json.loads((kernels.SEED_DIR / "manifest.json").read_text()),
+                         ids=lambda e: e["name"])
+def test_every_shipped_seed_kernel_passes_the_real_verifier(entry):
+    problem = load_problem(ROOT / entry["problem"])
+    code = glue.module_source(glue.kernel_spec(problem), (kernels.SEED_DIR / entry["kernel"]).read_text())
+    result = verify_candidate(problem["path"], code, resolve_context(timed_calls=5, warmup_calls=1))
+    assert result["status"] == "ok", result["message"]
+
+
+def test_seeds_are_retrieved_by_operator_similarity():
+    assert {r["name"] for r in kernels.listing()} >= {"relu", "softmax", "sum_reduction", "matmul"}
+    assert kernels.query((SUITE / "log_softmax.py").read_text(), k=1)[0]["name"] == "softmax"
+    assert kernels.query((SUITE / "mm_square_odd.py").read_text(), k=1)[0]["name"] == "matmul"
+    assert kernels.query((SUITE / "leaky_relu.py").read_text(), k=1)[0]["name"] == "relu"
+
+
+def test_memory_keeps_the_fastest_kernel_per_problem():
+    source = (SUITE / "silu.py").read_text()
+    rid = kernels.add(source=source, name="silu", code="// v1", fmt="kernel", speedup=1.3)
+    kernels.add(source=source, name="silu", code="// slower", fmt="kernel", speedup=1.1)
+    assert {r["id"]: r["code"] for r in kernels.listing()}[rid] == "// v1"
+    kernels.add(source=source, name="silu", code="// v2", fmt="kernel", speedup=1.8)
+    row = {r["id"]: r for r in kernels.listing()}[rid]
+    assert row["code"] == "// v2" and row["category"] == "activation" and row["origin"] == "run"
+
+
+def test_render_respects_the_token_budget():
+    found = kernels.query((SUITE / "sigmoid.py").read_text(), k=4)
+    small = kernels.render(found, 200)
+    assert kernels.render(found, 0) == "" and len(small) // 3 <= 200
+    assert kernels.render(found, 5000).count("<verified_kernel ") > small.count("<verified_kernel ")
+
+
+def _spy(monkeypatch, script):
+    from pragma.nodes import llm
+
+    monkeypatch.setattr(llm, "load_chat_model", scripted.loader_for(script))
+    seen: list[str] = []
+    real = scripted.ScriptedChatModel._generate
+
+    def spy(self, messages, *args, **kwargs):
+        seen.append("\n".join(str(m.content) for m in messages))
+        return real(self, messages, *args, **kwargs)
+
+    monkeypatch.setattr(scripted.ScriptedChatModel, "_generate", spy)
+    return seen
+
+
+def test_coder_prompt_shows_similar_verified_kernels_but_not_the_answer(monkeypatch):
+    from pragma.nodes import coder
+
+    seen = _spy(monkeypatch, {"coder": {"1": "```cpp\n// none\n```"}})
+    source = (EXAMPLES / "softmax.py").read_text()
+    state = {"problem": {"name": "softmax", "source": source, "inputs": []}, "iteration": 0}
+    coder.coder(state, SimpleNamespace(context=resolve_context(coder_model="scripted:x")))
+    section = seen[0][seen[0].index("<verified_kernels"):]
+    assert "<verified_kernel " in section
+    assert 'name="softmax"' not in section  # the shipped kernel for this very problem is left out
+    coder.coder(state, SimpleNamespace(context=resolve_context(coder_model="scripted:x", kernel_memory=False)))
+    assert "<verified_kernels" not in seen[1]
+
+
+def test_an_accepted_best_grows_the_memory_unless_opted_out():
+    from pragma.nodes.profiler import _remember
+
+    source = (SUITE / "elu.py").read_text()
+    state = {"problem": {"name": "elu", "source": source}}
+    candidate = {"iteration": 2, "code": "module", "kernel": "// elu kernel", "format": "kernel"}
+    result = {"status": "ok", "speedup": 1.7}
+    _remember(state, resolve_context(kernel_memory=False), candidate, result, {"bottleneck": "memory-bound"})
+    assert "elu" not in {r["name"] for r in kernels.listing()}
+    _remember(state, resolve_context(), candidate, result, {"bottleneck": "memory-bound", "confidence": "simulation"})
+    row = next(r for r in kernels.listing() if r["name"] == "elu")
+    assert row["code"] == "// elu kernel" and row["speedup"] == 1.7 and "memory-bound" in row["profile_summary"]
+
+
+def test_cli_lists_and_queries_the_memory(isolated_data_dir):
+    env = pragma_env(isolated_data_dir)
+    listed = subprocess.run([sys.executable, "-m", "pragma.graph.cli", "knowledge", "kernels", "list"], env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert listed.returncode == 0, listed.stderr
+    assert "normalization" in listed.stdout and "softmax" in listed.stdout and "seed" in listed.stdout
+    queried = subprocess.run([sys.executable, "-m", "pragma.graph.cli", "knowledge", "kernels", "query",
+                              str(SUITE / "log_softmax.py"), "--k", "1", "--json"], env=env,
+                             capture_output=True, text=True, timeout=300)
+    assert queried.returncode == 0, queried.stderr
+    assert json.loads(queried.stdout)[0]["name"] == "softmax"
+    missing = subprocess.run([sys.executable, "-m", "pragma.graph.cli", "knowledge", "kernels", "query",
+                              "/nonexistent/p.py"], env=env, capture_output=True, text=True, timeout=300)
+    assert missing.returncode == 2 and "problem file not found" in (missing.stderr + missing.stdout)

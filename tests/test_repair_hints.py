@@ -1,0 +1,133 @@
+"""Model-independent repair hints: every verifier rule and failure status has a fixed instruction,
+the real verifier's finding reaches the next Coder prompt, and with repair_advice=rules no model is
+asked for advice."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import scripted
+from conftest import EXAMPLES
+
+from pragma.graph.context import resolve_context
+from pragma.nodes import hints
+from pragma.tools import anticheat
+from pragma.tools.anticheat import RULES, Rule
+from pragma.tools.verify import verify_candidate
+
+# A module that calls the operator itself: rejected statically by no_torch_compute, with the line.
+TORCH_RELU = '''import torch
+import torch.nn as nn
+from pragma_cext import load_cpp, ptr
+
+_lib = load_cpp('extern "C" void noop() {}', name="noop")
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return x.relu()
+'''
+
+
+@pytest.mark.parametrize("rule", sorted(RULES))
+def test_every_registered_rule_has_a_hint(rule):
+    text = hints.rule_hint(rule, "line 3: something")
+    assert text.startswith(f"rule {rule}: line 3: something: ") and len(text) > 60
+
+
+def test_a_rule_registered_later_gets_a_generic_hint_from_its_rationale(monkeypatch):
+    monkeypatch.setitem(RULES, "noisy_neighbour", Rule("noisy_neighbour", ("timing",),
+                                                       "Another process used the cores while timing ran."))
+    text = hints.rule_hint("noisy_neighbour", "load 1.9 during the timed rounds")
+    assert "load 1.9 during the timed rounds" in text and "Another process used the cores" in text
+    assert "noisy_neighbour" not in hints.RULE_HINTS  # really the generic path
+
+
+@pytest.mark.parametrize("status", ["compile_error", "runtime_error", "mismatch", "timeout", "rejected"])
+def test_every_failure_status_has_a_hint(status):
+    text = hints.repair_hints({"status": status, "message": "rule no_network: line 2: import socket"
+                               if status == "rejected" else "first line of the message", "checks": []})
+    assert text.startswith("- ") and len(text) > 60
+    assert hints.repair_hints({"status": "ok"}) == ""
+
+
+def test_compile_error_hint_quotes_the_first_compiler_error():
+    log = ("In function 'void k(const float*)':\n/tmp/b/relu_1.cpp:5:9: error: 'n' was not declared in this scope\n"
+           "/tmp/b/relu_1.cpp:7:1: error: expected ';' before '}' token\n")
+    text = hints.repair_hints({"status": "compile_error", "message": "CompileError: " + log})
+    assert "relu_1.cpp:5:9: error: 'n' was not declared" in text and "expected ';'" not in text
+
+
+def test_kernel_format_rewords_python_side_findings():
+    text = hints.rule_hint("no_torch_compute", "line 9: calls .relu()", fmt="kernel")
+    assert "line 9: calls .relu()" in text and "C++ function" in text
+
+
+def _spy(monkeypatch, script):
+    from pragma.nodes import llm
+
+    monkeypatch.setattr(llm, "load_chat_model", scripted.loader_for(script))
+    seen: list[tuple[str, str]] = []
+    real = scripted.ScriptedChatModel._generate
+
+    def spy(self, messages, *args, **kwargs):
+        seen.append((self.role, "\n".join(str(m.content) for m in messages)))
+        return real(self, messages, *args, **kwargs)
+
+    monkeypatch.setattr(scripted.ScriptedChatModel, "_generate", spy)
+    return seen
+
+
+def _reject_then_repair(monkeypatch, script, **ctx):
+    from pragma.nodes import coder, repair
+
+    seen = _spy(monkeypatch, script)
+    runtime = SimpleNamespace(context=resolve_context(coder_model="scripted:x", **ctx))
+    source = (EXAMPLES / "relu.py").read_text()
+    state = {"problem": {"name": "relu", "path": str(EXAMPLES / "relu.py"), "source": source,
+                         "inputs": [{"kind": "tensor", "shape": [1000, 8191], "dtype": "float32"}]}, "iteration": 0}
+    state.update(coder.coder(state, runtime))
+    state["verification"] = verify_candidate(state["problem"]["path"], state["candidate"]["code"], runtime.context)
+    assert state["verification"]["status"] == "rejected"
+    assert state["verification"]["message"].startswith("rule no_torch_compute: line 13")
+    state.update(repair.repair(state, runtime))
+    coder.coder(state, runtime)
+    return state, seen
+
+
+def test_rule_hint_reaches_the_next_coder_prompt_without_asking_a_model(monkeypatch):
+    script = {"coder": {"1": f"```python\n{TORCH_RELU}```", "2": "```python\n# next\n```"}}  # no conductor
+    state, seen = _reject_then_repair(monkeypatch, script, repair_advice="rules")
+    assert [role for role, _ in seen] == ["coder", "coder"]
+    nxt = seen[-1][1]
+    assert "<repair_instructions>" in nxt and "rule no_torch_compute: line 13" in nxt
+    assert "compute the result in the C++ kernel" in nxt
+    assert state["log"][-1]["source"] == "rules" and state["log"][-1]["output_tokens"] == 0
+
+
+def test_rules_plus_model_shows_the_hints_to_the_conductor_and_keeps_both(monkeypatch):
+    script = {"coder": {"1": f"```python\n{TORCH_RELU}```", "2": "```python\n# next\n```"},
+              "conductor": {"1": "Write the loop in C++ and return its output."}}
+    state, seen = _reject_then_repair(monkeypatch, script, repair_advice="rules+model")
+    assert [role for role, _ in seen] == ["coder", "conductor", "coder"]
+    assert "<verifier_hints>" in seen[1][1] and "compute the result in the C++ kernel" in seen[1][1]
+    guidance = state["guidance"]["text"]
+    assert guidance.index("rule no_torch_compute") < guidance.index("Write the loop in C++")
+
+
+def test_repair_advice_auto_is_rules_for_the_local_model_only():
+    from pragma.nodes.repair import advice_mode
+
+    assert advice_mode(resolve_context(coder_model="local")) == "rules"
+    assert advice_mode(resolve_context(coder_model="openai:big")) == "rules+model"
+    assert advice_mode(resolve_context(coder_model="local", repair_advice="rules+model")) == "rules+model"
+
+
+def test_static_rejections_name_a_rule_the_hints_know():
+    checks = anticheat.static_checks(TORCH_RELU, (EXAMPLES / "relu.py").read_text())
+    failed = anticheat.first_failure(checks)
+    assert failed and failed["rule"] in hints.RULE_HINTS

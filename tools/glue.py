@@ -1,0 +1,275 @@
+"""Kernel-only candidates: the model writes one C++ function, PRAGMA writes the module around it.
+
+Why: a small model (the embedded 1.5B) writes a correct C++ loop far more often than correct
+Python glue (ctypes argument types, allocation, the rules about torch in forward). In
+``candidate_format=kernel`` the Coder is shown the exact C prototype of one ``extern "C"`` entry
+point, derived from the problem's probed inputs and outputs, and replies with a C++ translation
+unit only; :func:`module_source` wraps it into an ordinary ``ModelNew`` candidate (allocation with
+``torch.empty``, ``.contiguous()`` inputs, ctypes argtypes, the call through ``pragma_cext``),
+which goes through the same verifier and the same export to ``best.py`` as any module.
+
+The prototype, for each forward input in order, then each output, then each constructor argument:
+- tensor input ``x`` (rank r): ``const T* x, int64_t x_dim0, ..., int64_t x_dim{r-1}``
+- output ``out0`` (rank r):    ``T* out0, int64_t out0_dim0, ...`` (PRAGMA allocates it, the kernel
+  writes every element)
+- scalar (forward or constructor argument): ``int64_t`` for int, ``double`` for float, ``bool``.
+
+What falls back to ``module`` (:func:`unsupported_reason` says why, the Coder logs it):
+- backend=gpu (Triton kernels are Python modules anyway);
+- a problem probed without output descriptions (older worker, or a problem dict given by hand);
+- an output that is not a tensor, or whose shape changes between two input draws (data-dependent
+  shapes: the glue allocates outputs before the call);
+- a reference with parameters or buffers: the kernel would need the reference's learned weights,
+  which the glue cannot recreate without copying ``Model`` (a rule violation);
+- inputs or constructor arguments that are neither tensors of a supported dtype nor int/float/bool.
+Outputs are allocated at their probed shape (or ``empty_like`` an input of the same shape and
+dtype), so the generated module is specialised to the problem's input shapes, as KernelBench
+problems are; it raises a clear error when called with other shapes.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+ENTRY = "pragma_kernel"
+GLUE_MARKER = "# PRAGMA kernel-only candidate"
+
+# torch dtype name -> (C++ element type, torch attribute). fp16/bf16 have no portable C++ type.
+DTYPES = {
+    "float32": "float", "float64": "double", "int64": "int64_t", "int32": "int32_t",
+    "int16": "int16_t", "int8": "int8_t", "uint8": "uint8_t", "bool": "bool",
+}
+# probe kind of a Python scalar -> (C++ type, ctypes type)
+SCALARS = {"int": ("int64_t", "ctypes.c_int64"), "float": ("double", "ctypes.c_double"),
+           "bool": ("bool", "ctypes.c_bool")}
+
+
+class KernelSpecError(ValueError):
+    """The problem cannot be described as one C entry point (the reason is one line)."""
+
+
+def _arg_names(source: str, method: str, count: int, prefix: str) -> list[str]:
+    """Parameter names of Model.<method> (after self) from the problem source, for readable
+    prototypes; generic names when the source does not say (``*args``, a parse failure)."""
+    names: list[str] = []
+    try:
+        tree = ast.parse(source)
+        model = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model")
+        fn = next(n for n in model.body if isinstance(n, ast.FunctionDef) and n.name == method)
+        names = [a.arg for a in fn.args.args[1:]]
+    except (SyntaxError, StopIteration):
+        pass
+    out = []
+    for i in range(count):
+        name = names[i] if i < len(names) else f"{prefix}{i}"
+        if not re.fullmatch(r"[A-Za-z_]\w*", name) or name in out or name.startswith("out") \
+                or name in ("ctypes", "torch", "nn", "self", "load_cpp", "ptr"):
+            name = f"{prefix}{i}"
+        out.append(name)
+    return out
+
+
+def unsupported_reason(problem: dict[str, Any], backend: str = "cpu") -> str | None:
+    """None when a kernel-only candidate can be wrapped for this problem, else why not."""
+    try:
+        kernel_spec(problem, backend)
+    except KernelSpecError as exc:
+        return str(exc)
+    return None
+
+
+def kernel_spec(problem: dict[str, Any], backend: str = "cpu") -> dict[str, Any]:
+    """The entry point's arguments, from the probe (``tools/problem.py``). JSON-native."""
+    if backend != "cpu":
+        raise KernelSpecError(f"backend={backend} writes Triton modules; kernel-only candidates are C++ (cpu)")
+    outputs, alt = problem.get("outputs"), problem.get("outputs_alt")
+    if not outputs:
+        raise KernelSpecError("the problem was probed without output descriptions")
+    if problem.get("state_names"):
+        raise KernelSpecError("the reference has learned parameters/buffers "
+                              f"({', '.join(problem['state_names'][:3])}) that a lone C++ kernel cannot recreate")
+    items = outputs["items"]
+    for i, y in enumerate(items):
+        if y.get("kind") != "tensor":
+            raise KernelSpecError(f"output {i} is a {y.get('kind')}, not a tensor")
+        if y["dtype"] not in DTYPES:
+            raise KernelSpecError(f"output {i} has dtype {y['dtype']}, which has no C++ element type here")
+    if alt and [y.get("shape") for y in alt["items"]] != [y.get("shape") for y in items]:
+        raise KernelSpecError("output shapes change with the input values (data-dependent shapes)")
+    source = problem.get("source", "")
+    args: list[dict[str, Any]] = []
+    inputs = problem.get("inputs", [])
+    for name, x in zip(_arg_names(source, "forward", len(inputs), "in"), inputs, strict=True):
+        args.append(_input_arg(name, x, "input"))
+    for i, y in enumerate(items):
+        args.append({"role": "output", "name": f"out{i}", "dtype": y["dtype"], "shape": list(y["shape"])})
+    init = problem.get("init_inputs", [])
+    for name, x in zip(_arg_names(source, "__init__", len(init), "arg"), init, strict=True):
+        arg = _input_arg(name, x, "constructor argument")
+        if arg["role"] != "scalar":
+            raise KernelSpecError(f"constructor argument {name} is a tensor; only scalars are supported")
+        arg["role"] = "init"
+        args.append(arg)
+    return {"entry": ENTRY, "args": args, "container": outputs.get("container", ""),
+            "n_inputs": len(inputs), "n_init": len(init)}
+
+
+def _input_arg(name: str, x: dict[str, Any], what: str) -> dict[str, Any]:
+    kind = x.get("kind")
+    if kind == "tensor":
+        if x["dtype"] not in DTYPES:
+            raise KernelSpecError(f"{what} {name} has dtype {x['dtype']}, which has no C++ element type here")
+        return {"role": "input", "name": name, "dtype": x["dtype"], "shape": list(x["shape"])}
+    if kind in SCALARS:
+        return {"role": "scalar", "name": name, "kind": kind, "value": x.get("value", "")}
+    raise KernelSpecError(f"{what} {name} is a {kind}; only tensors and int/float/bool scalars can be passed")
+
+
+def _dims(arg: dict[str, Any]) -> list[str]:
+    return [f"{arg['name']}_dim{k}" for k in range(len(arg["shape"]))]
+
+
+def prototype(spec: dict[str, Any]) -> str:
+    """The C declaration the model must implement, one commented line per argument."""
+    lines = []
+    for a in spec["args"]:
+        if a["role"] in ("input", "output"):
+            const = "const " if a["role"] == "input" else ""
+            shape = " x ".join(str(n) for n in a["shape"]) or "scalar (0-dim)"
+            what = "input" if a["role"] == "input" else "output, allocated by PRAGMA: write every element"
+            dims = "".join(f", int64_t {d}" for d in _dims(a))
+            lines.append((f"{const}{DTYPES[a['dtype']]}* {a['name']}{dims}",
+                          f"{what}; {a['dtype']} [{shape}], contiguous row-major"))
+        else:
+            ctype = SCALARS[a["kind"]][0]
+            src = "forward argument" if a["role"] == "scalar" else "constructor argument"
+            lines.append((f"{ctype} {a['name']}", f"{src}, e.g. {a['value']}"))
+    body = "\n".join(f"    {decl}{',' if i < len(lines) - 1 else ''}  // {note}"
+                     for i, (decl, note) in enumerate(lines))
+    return f'extern "C" void {spec["entry"]}(\n{body}\n);'
+
+
+def _argtypes(spec: dict[str, Any]) -> list[str]:
+    types: list[str] = []
+    for a in spec["args"]:
+        if a["role"] in ("input", "output"):
+            types += ["ctypes.c_void_p"] + ["ctypes.c_int64"] * len(a["shape"])
+        else:
+            types.append(SCALARS[a["kind"]][1])
+    return types
+
+
+def _py_string(text: str) -> str:
+    # A raw triple-quoted literal keeps best.py readable; repr() when the source could break it.
+    if "'''" not in text and not text.endswith("\\") and "\r" not in text:
+        return "r'''\n" + text + "'''"
+    return repr(text)
+
+
+def module_source(spec: dict[str, Any], cpp: str) -> str:
+    """The ``ModelNew`` module around the C++ translation unit ``cpp`` (an ordinary candidate)."""
+    inputs = [a for a in spec["args"] if a["role"] in ("input", "scalar")]
+    outputs = [a for a in spec["args"] if a["role"] == "output"]
+    inits = [a for a in spec["args"] if a["role"] == "init"]
+    tensors = [a for a in inputs if a["role"] == "input"]
+    # Outputs shaped like an input (same shape and dtype) follow that input's size; the others are
+    # fixed at the probed shape, so the module checks that it is called with the probed shapes.
+    like = {o["name"]: next((t["name"] for t in tensors if t["shape"] == o["shape"] and t["dtype"] == o["dtype"]), None)
+            for o in outputs}
+    fixed = any(v is None for v in like.values())
+    lines = [
+        f"{GLUE_MARKER} (candidate_format=kernel): the model wrote CPP_SOURCE, PRAGMA this module.",
+        "import ctypes",
+        "",
+        "import torch",
+        "import torch.nn as nn",
+        "from pragma_cext import load_cpp, ptr",
+        "",
+        f"CPP_SOURCE = {_py_string(cpp.strip(chr(10)) + chr(10))}",
+        "",
+        f'_lib = load_cpp(CPP_SOURCE, name="{spec["entry"]}")',
+        f"_lib.{spec['entry']}.argtypes = [{', '.join(_argtypes(spec))}]",
+        f"_lib.{spec['entry']}.restype = None",
+        "",
+        "",
+        "class ModelNew(nn.Module):",
+        f"    def __init__(self{''.join(', ' + a['name'] for a in inits)}):",
+        "        super().__init__()",
+        *[f"        self.{a['name']} = {a['name']}" for a in inits],
+        "",
+        f"    def forward(self{''.join(', ' + a['name'] for a in inputs)}):",
+    ]
+    for t in tensors:
+        lines.append(f"        {t['name']} = {t['name']}.contiguous()")
+        lines.append(f"        if {t['name']}.dtype != torch.{t['dtype']}:")
+        lines.append(f"            raise TypeError(\"{t['name']} must be {t['dtype']}, got \" + str({t['name']}.dtype))")
+        if fixed:
+            lines.append(f"        if tuple({t['name']}.shape) != {tuple(t['shape'])!r}:")
+            lines.append(f"            raise ValueError(\"this kernel was generated for {t['name']} of shape "
+                         f"{tuple(t['shape'])}, got \" + str(tuple({t['name']}.shape)))")
+    for o in outputs:
+        if like[o["name"]]:
+            lines.append(f"        {o['name']} = torch.empty_like({like[o['name']]})")
+        else:
+            lines.append(f"        {o['name']} = torch.empty({tuple(o['shape'])!r}, dtype=torch.{o['dtype']})")
+    call: list[str] = []
+    for a in spec["args"]:
+        if a["role"] in ("input", "output"):
+            call.append(f"ptr({a['name']})")
+            call += [f"{a['name']}.shape[{k}]" for k in range(len(a["shape"]))]
+        elif a["role"] == "scalar":
+            call.append(a["name"])
+        else:
+            call.append(f"self.{a['name']}")
+    lines.append(f"        _lib.{spec['entry']}({', '.join(call)})")
+    names = ", ".join(o["name"] for o in outputs)
+    if not spec.get("container"):
+        lines.append(f"        return {names}")
+    elif spec["container"] == "list":
+        lines.append(f"        return [{names}]")
+    else:
+        lines.append(f"        return ({names},)" if len(outputs) == 1 else f"        return ({names})")
+    return "\n".join(lines) + "\n"
+
+
+def is_glue(code: str) -> bool:
+    return code.startswith(GLUE_MARKER)
+
+
+def kernel_of(code: str) -> str | None:
+    """The C++ source inside a module this file generated (None for any other module)."""
+    if not is_glue(code):
+        return None
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == "CPP_SOURCE" and isinstance(node.value, ast.Constant)):
+            return str(node.value.value).lstrip("\n")
+    return None
+
+
+FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+CPP_LANGS = ("", "cpp", "c++", "cxx", "cc", "c", "h", "hpp")
+
+
+class KernelExtractionError(ValueError):
+    """The reply holds no C++ block defining the entry point."""
+
+
+def extract_kernel(reply: str, entry: str = ENTRY) -> str:
+    """The last fenced C/C++ block that defines ``entry`` (an unterminated last fence counts: a
+    reply cut at max_tokens may still hold the whole function)."""
+    from pragma.tools.extract import strip_reasoning
+
+    text = strip_reasoning(reply)
+    blocks = [body for lang, body in FENCE.findall(text) if lang.lower() in CPP_LANGS and entry in body]
+    if blocks:
+        return blocks[-1].strip() + "\n"
+    if entry in text and "```" not in text and "{" in text:
+        return text.strip() + "\n"  # bare code, no fence
+    raise KernelExtractionError(f'the reply contains no C++ code block defining extern "C" void {entry}(...)')
