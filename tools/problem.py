@@ -68,7 +68,7 @@ def probe_problem(problem: dict[str, Any], *, num_threads: int = 1, seed: int = 
     # outputs/outputs_alt/state_names describe what forward returns (two input draws) and the
     # reference's parameters and buffers: tools/glue.py decides from them whether a kernel-only
     # candidate can be wrapped. A worker without them (older) simply means "module" format.
-    extra = {k: res[k] for k in ("outputs", "outputs_alt", "state_names") if k in res}
+    extra = {k: res[k] for k in ("outputs", "outputs_alt", "state_names", "state") if k in res}
     return {**problem, "inputs": res["inputs"], "init_inputs": res["init_inputs"],
             "ref_call_ms": res["ref_call_ms"], **extra}
 

@@ -170,7 +170,8 @@ def _probe(req: dict[str, Any], workdir: Path) -> dict[str, Any]:
         return {"status": "ok", "message": "problem loads", "inputs": [_describe(x) for x in inputs],
                 "init_inputs": [_describe(x) for x in init_inputs], "ref_call_ms": ref_ms,
                 "outputs": _describe_outputs(out), "outputs_alt": _describe_outputs(out2),
-                "state_names": list(model.state_dict())[:20]}
+                "state_names": list(model.state_dict())[:20],
+                "state": [{"name": n, **_describe(t)} for n, t in list(model.state_dict().items())[:20]]}
     except BaseException as exc:
         return {"status": "runtime_error", "message": f"{type(exc).__name__}: {str(exc)[-2000:]}",
                 "log_tail": traceback.format_exc()[-3000:]}
