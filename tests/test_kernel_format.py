@@ -55,9 +55,26 @@ extern "C" void pragma_kernel(const float* x, int64_t x_dim0, int64_t x_dim1,
 '''
 
 
+LINEAR_RELU_CPP = r'''
+#include <cstdint>
+extern "C" void pragma_kernel(const float* x, int64_t x_dim0, int64_t x_dim1,
+                              const float* fc_weight, int64_t fc_weight_dim0, int64_t fc_weight_dim1,
+                              const float* fc_bias, int64_t fc_bias_dim0,
+                              float* out0, int64_t out0_dim0, int64_t out0_dim1) {
+    for (int64_t i = 0; i < x_dim0; ++i)
+        for (int64_t o = 0; o < fc_weight_dim0; ++o) {
+            float s = fc_bias[o];
+            for (int64_t k = 0; k < x_dim1; ++k) s += x[i * x_dim1 + k] * fc_weight[o * fc_weight_dim1 + k];
+            out0[i * out0_dim1 + o] = s > 0.0f ? s : 0.0f;
+        }
+}
+'''
+
+
 @pytest.fixture(scope="module")
 def probed():
-    return {name: load_problem(PROBLEMS / f"{name}.py") for name in ("gather_scale", "row_stats", "linear_relu")}
+    return {name: load_problem(PROBLEMS / f"{name}.py")
+            for name in ("gather_scale", "row_stats", "linear_relu", "helper_init")}
 
 
 def _ctx(**kw):
@@ -70,6 +87,8 @@ def test_probe_describes_outputs_and_state(probed):
     assert [(y["shape"], y["dtype"]) for y in rows["outputs"]["items"]] == [
         ([50], "float32"), ([50], "int64"), ([50, 77], "float32")]
     assert probed["linear_relu"]["state_names"] == ["fc.weight", "fc.bias"]
+    assert probed["linear_relu"]["state"][0] == {"name": "fc.weight", "kind": "tensor", "shape": [8, 16],
+                                                 "dtype": "float32"}
     assert probed["gather_scale"]["inputs"][2] == {"kind": "int", "value": "3"}
 
 
@@ -82,7 +101,8 @@ def test_signature_states_pointers_dtypes_sizes_and_scalars(probed):
     assert proto.index("shift") < proto.index("out0") < proto.index("alpha")
 
 
-@pytest.mark.parametrize("name,cpp", [("gather_scale", GATHER_CPP), ("row_stats", ROW_STATS_CPP)])
+@pytest.mark.parametrize("name,cpp", [("gather_scale", GATHER_CPP), ("row_stats", ROW_STATS_CPP),
+                                      ("linear_relu", LINEAR_RELU_CPP)])
 def test_generated_module_passes_the_real_verifier(probed, name, cpp):
     code = glue.module_source(glue.kernel_spec(probed[name]), cpp)
     result = verify_candidate(probed[name]["path"], code, _ctx())
@@ -118,8 +138,22 @@ print("same")
     assert proc.returncode == 0 and "same" in proc.stdout, proc.stderr[-2000:]
 
 
+def test_learned_weights_come_from_the_reference_constructor_as_pointers(probed):
+    spec = glue.kernel_spec(probed["linear_relu"])
+    proto = glue.prototype(spec)
+    assert "const float* fc_weight, int64_t fc_weight_dim0, int64_t fc_weight_dim1" in proto
+    assert proto.index("fc_bias") < proto.index("out0")
+    code = glue.module_source(spec, LINEAR_RELU_CPP)
+    assert "IN_FEATURES = 16" in code and "self.fc = nn.Linear(IN_FEATURES, 8)" in code
+    assert "ptr(self.fc.weight)" in code and "self.fc(" not in code  # built, never called
+    # A kernel that ignores the bias is wrong: the weights really reach the kernel.
+    wrong = LINEAR_RELU_CPP.replace("float s = fc_bias[o];", "float s = 0.0f;")
+    result = verify_candidate(probed["linear_relu"]["path"], glue.module_source(spec, wrong), _ctx())
+    assert result["status"] == "mismatch"
+
+
 @pytest.mark.parametrize("change,reason", [
-    ({"state_names": ["fc.weight"]}, "learned parameters"),
+    ({"state_names": ["fc.weight"]}, "did not describe them"),
     ({"outputs_alt": {"container": "", "items": [{"kind": "tensor", "shape": [7], "dtype": "int64"}]}},
      "data-dependent"),
     ({"outputs": {"container": "", "items": [{"kind": "float", "value": "1.0"}]}}, "not a tensor"),
@@ -176,10 +210,10 @@ def test_coder_falls_back_to_module_and_says_why(monkeypatch, probed, caplog):
     script = {"coder": {"1": f"```python\n{module}```\n"}}
     runtime, seen = _coder_runtime(monkeypatch, script, candidate_format="kernel")
     with caplog.at_level("WARNING", logger="pragma.coder"):
-        update = coder.coder({"problem": probed["linear_relu"], "iteration": 0}, runtime)
+        update = coder.coder({"problem": probed["helper_init"], "iteration": 0}, runtime)
     cand = update["candidate"]
-    assert cand["format"] == "module" and "learned parameters" in cand["format_note"]
-    assert "falls back to module" in caplog.text and "learned parameters" in update["log"][0]["note"]
+    assert cand["format"] == "module" and "constructor reads _make_layer" in cand["format_note"]
+    assert "falls back to module" in caplog.text and "_make_layer" in update["log"][0]["note"]
     assert "class ModelNew" in seen[0] and "<signature>" not in seen[0]
 
 

@@ -19,8 +19,10 @@ What falls back to ``module`` (:func:`unsupported_reason` says why, the Coder lo
 - a problem probed without output descriptions (older worker, or a problem dict given by hand);
 - an output that is not a tensor, or whose shape changes between two input draws (data-dependent
   shapes: the glue allocates outputs before the call);
-- a reference with parameters or buffers: the kernel would need the reference's learned weights,
-  which the glue cannot recreate without copying ``Model`` (a rule violation);
+- a reference with parameters or buffers whose constructor reads anything but its arguments,
+  torch/nn and the problem's literal constants (``reference_constructor``): the weights are built by
+  reusing that constructor (never forward) and passed to the kernel as ``const T*`` pointers after
+  the inputs, with their sizes;
 - inputs or constructor arguments that are neither tensors of a supported dtype nor int/float/bool.
 Outputs are allocated at their probed shape (or ``empty_like`` an input of the same shape and
 dtype), so the generated module is specialised to the problem's input shapes, as KernelBench
@@ -87,9 +89,14 @@ def kernel_spec(problem: dict[str, Any], backend: str = "cpu") -> dict[str, Any]
     outputs, alt = problem.get("outputs"), problem.get("outputs_alt")
     if not outputs:
         raise KernelSpecError("the problem was probed without output descriptions")
+    constructor = None
     if problem.get("state_names"):
-        raise KernelSpecError("the reference has learned parameters/buffers "
-                              f"({', '.join(problem['state_names'][:3])}) that a lone C++ kernel cannot recreate")
+        if "state" not in problem:
+            raise KernelSpecError("the reference has learned parameters/buffers "
+                                  f"({', '.join(problem['state_names'][:3])}) and the probe did not describe them")
+        if len(problem["state"]) < len(problem["state_names"]) or len(problem["state"]) >= 20:
+            raise KernelSpecError("the reference has too many parameters/buffers for one C signature")
+        constructor = reference_constructor(problem.get("source", ""))
     items = outputs["items"]
     for i, y in enumerate(items):
         if y.get("kind") != "tensor":
@@ -103,6 +110,17 @@ def kernel_spec(problem: dict[str, Any], backend: str = "cpu") -> dict[str, Any]
     inputs = problem.get("inputs", [])
     for name, x in zip(_arg_names(source, "forward", len(inputs), "in"), inputs, strict=True):
         args.append(_input_arg(name, x, "input"))
+    taken = {a["name"] for a in args}
+    for t in problem.get("state", []) if constructor else []:
+        if t.get("kind") != "tensor" or t["dtype"] not in DTYPES:
+            raise KernelSpecError(f"parameter {t['name']} is a {t.get('dtype', t.get('kind'))} tensor, "
+                                  "which has no C++ element type here")
+        cname = re.sub(r"\W", "_", t["name"])
+        if cname in taken or cname.startswith("out"):
+            cname = f"w_{cname}"
+        taken.add(cname)
+        args.append({"role": "weight", "name": cname, "path": _attr_path(t["name"]), "state_name": t["name"],
+                     "dtype": t["dtype"], "shape": list(t["shape"])})
     for i, y in enumerate(items):
         args.append({"role": "output", "name": f"out{i}", "dtype": y["dtype"], "shape": list(y["shape"])})
     init = problem.get("init_inputs", [])
@@ -113,7 +131,51 @@ def kernel_spec(problem: dict[str, Any], backend: str = "cpu") -> dict[str, Any]
         arg["role"] = "init"
         args.append(arg)
     return {"entry": ENTRY, "args": args, "container": outputs.get("container", ""),
-            "n_inputs": len(inputs), "n_init": len(init)}
+            "n_inputs": len(inputs), "n_init": len(init), "constructor": constructor}
+
+
+def _attr_path(state_name: str) -> str:
+    """'layers.0.weight' -> 'self.layers[0].weight' (ModuleList/Sequential children are indexed)."""
+    return "self" + "".join(f"[{part}]" if part.isdigit() else f".{part}" for part in state_name.split("."))
+
+
+# Names a copied constructor may read besides its own arguments and the problem's constants.
+_CONSTRUCTOR_NAMES = frozenset({"self", "super", "nn", "torch", "int", "float", "bool", "len", "range", "tuple",
+                                "list", "min", "max", "abs", "round", "True", "False", "None"})
+
+
+def reference_constructor(source: str) -> dict[str, Any]:
+    """Model.__init__ (arguments and body) and the module-level constants it reads, so the generated
+    ModelNew builds the same parameters in the same order. The verifier seeds torch's RNG before
+    every constructor, so the weights are equal; the kernel receives them as pointers and the layers
+    are never called (the runtime no_torch_compute rule would reject that). Only the constructor is
+    reused, never forward. Anything else it reads (helpers, other imports) is a fallback to module."""
+    try:
+        tree = ast.parse(source)
+        model = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model")
+        init = next(n for n in model.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    except (SyntaxError, StopIteration):
+        raise KernelSpecError("the reference's constructor cannot be read") from None
+    consts: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                ast.literal_eval(node.value)
+            except ValueError:
+                continue
+            consts[node.targets[0].id] = ast.unparse(node)
+    params = {a.arg for a in (*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs)}
+    params |= {a.arg for a in (init.args.vararg, init.args.kwarg) if a is not None}
+    body = [stmt for stmt in init.body
+            if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant))]  # docstring
+    text = "\n".join(ast.unparse(stmt) for stmt in body).replace("super(Model, self)", "super()")
+    used = {n.id for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    unknown = sorted(used - params - _CONSTRUCTOR_NAMES - set(consts))
+    if unknown:
+        raise KernelSpecError(f"the reference's constructor reads {', '.join(unknown)}, which the generated "
+                              "module cannot reproduce")
+    return {"args": ast.unparse(init.args), "body": text,
+            "constants": [consts[n] for n in consts if n in used]}
 
 
 def _input_arg(name: str, x: dict[str, Any], what: str) -> dict[str, Any]:
@@ -135,10 +197,11 @@ def prototype(spec: dict[str, Any]) -> str:
     """The C declaration the model must implement, one commented line per argument."""
     lines = []
     for a in spec["args"]:
-        if a["role"] in ("input", "output"):
-            const = "const " if a["role"] == "input" else ""
+        if a["role"] in ("input", "output", "weight"):
+            const = "" if a["role"] == "output" else "const "
             shape = " x ".join(str(n) for n in a["shape"]) or "scalar (0-dim)"
-            what = "input" if a["role"] == "input" else "output, allocated by PRAGMA: write every element"
+            what = {"input": "input", "output": "output, allocated by PRAGMA: write every element",
+                    "weight": f"the reference's {a.get('state_name')} (parameter or buffer)"}[a["role"]]
             dims = "".join(f", int64_t {d}" for d in _dims(a))
             lines.append((f"{const}{DTYPES[a['dtype']]}* {a['name']}{dims}",
                           f"{what}; {a['dtype']} [{shape}], contiguous row-major"))
@@ -154,7 +217,7 @@ def prototype(spec: dict[str, Any]) -> str:
 def _argtypes(spec: dict[str, Any]) -> list[str]:
     types: list[str] = []
     for a in spec["args"]:
-        if a["role"] in ("input", "output"):
+        if a["role"] in ("input", "output", "weight"):
             types += ["ctypes.c_void_p"] + ["ctypes.c_int64"] * len(a["shape"])
         else:
             types.append(SCALARS[a["kind"]][1])
@@ -179,6 +242,18 @@ def module_source(spec: dict[str, Any], cpp: str) -> str:
     like = {o["name"]: next((t["name"] for t in tensors if t["shape"] == o["shape"] and t["dtype"] == o["dtype"]), None)
             for o in outputs}
     fixed = any(v is None for v in like.values())
+    ctor = spec.get("constructor")
+    # With learned weights the reference's constructor is reused (reference_constructor); the
+    # constructor scalars are then kept under names it cannot already use.
+    init_attr = {a["name"]: (f"self.pragma_{a['name']}" if ctor else f"self.{a['name']}") for a in inits}
+    if ctor:
+        init_lines = [f"    def __init__({ctor['args']}):",
+                      *["        " + line for line in ctor["body"].splitlines()],
+                      *[f"        {init_attr[a['name']]} = {a['name']}" for a in inits]]
+    else:
+        init_lines = [f"    def __init__(self{''.join(', ' + a['name'] for a in inits)}):",
+                      "        super().__init__()",
+                      *[f"        {init_attr[a['name']]} = {a['name']}" for a in inits]]
     lines = [
         f"{GLUE_MARKER} (candidate_format=kernel): the model wrote CPP_SOURCE, PRAGMA this module.",
         "import ctypes",
@@ -187,6 +262,8 @@ def module_source(spec: dict[str, Any], cpp: str) -> str:
         "import torch.nn as nn",
         "from pragma_cext import load_cpp, ptr",
         "",
+        *(["# The reference's constants its constructor reads (the weights are built as it builds them).",
+           *ctor["constants"], ""] if ctor and ctor["constants"] else []),
         f"CPP_SOURCE = {_py_string(cpp.strip(chr(10)) + chr(10))}",
         "",
         f'_lib = load_cpp(CPP_SOURCE, name="{spec["entry"]}")',
@@ -195,9 +272,7 @@ def module_source(spec: dict[str, Any], cpp: str) -> str:
         "",
         "",
         "class ModelNew(nn.Module):",
-        f"    def __init__(self{''.join(', ' + a['name'] for a in inits)}):",
-        "        super().__init__()",
-        *[f"        self.{a['name']} = {a['name']}" for a in inits],
+        *init_lines,
         "",
         f"    def forward(self{''.join(', ' + a['name'] for a in inputs)}):",
     ]
@@ -219,10 +294,13 @@ def module_source(spec: dict[str, Any], cpp: str) -> str:
         if a["role"] in ("input", "output"):
             call.append(f"ptr({a['name']})")
             call += [f"{a['name']}.shape[{k}]" for k in range(len(a["shape"]))]
+        elif a["role"] == "weight":
+            call.append(f"ptr({a['path']})")
+            call += [str(n) for n in a["shape"]]
         elif a["role"] == "scalar":
             call.append(a["name"])
         else:
-            call.append(f"self.{a['name']}")
+            call.append(init_attr[a["name"]])
     lines.append(f"        _lib.{spec['entry']}({', '.join(call)})")
     names = ", ".join(o["name"] for o in outputs)
     if not spec.get("container"):

@@ -1,14 +1,17 @@
-"""Kernel-format fixture: learned weights (nn.Linear), which a lone C++ kernel cannot recreate, so
-candidate_format=kernel falls back to module."""
+"""Kernel-format fixture: learned weights (nn.Linear) and a module-level constant read by the
+constructor; the generated module rebuilds the layer as the reference does and passes its weight
+and bias to the kernel."""
 
 import torch
 from torch import nn
+
+IN_FEATURES = 16
 
 
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
-        self.fc = nn.Linear(16, 8)
+        self.fc = nn.Linear(IN_FEATURES, 8)
 
     def forward(self, x):
         return torch.relu(self.fc(x))
