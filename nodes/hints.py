@@ -68,6 +68,10 @@ RULE_HINTS: dict[str, str] = {
     "speedup_plausible": "the time is below what moving the data at the machine's bandwidth allows: compute "
                          "the whole output on every call, do not skip work",
     "no_side_streams": "launch on the current CUDA stream only; remove torch.cuda.Stream and stream contexts",
+    "noisy_neighbour": "leave nothing running outside forward: no background threads, timers, signal handlers "
+                       "or child processes; only OpenMP inside the kernel call",
+    "audited_calls": "compute from the current input values on every call: no memo or cache keyed on "
+                     "pointers, shapes or earlier calls, and the same code path on every call",
     "memory_limit": "use less memory: no large temporary buffers per call, allocate only the outputs, and "
                     "free what you allocate in C++",
 }

@@ -40,11 +40,11 @@ def test_every_registered_rule_has_a_hint(rule):
 
 
 def test_a_rule_registered_later_gets_a_generic_hint_from_its_rationale(monkeypatch):
-    monkeypatch.setitem(RULES, "noisy_neighbour", Rule("noisy_neighbour", ("timing",),
-                                                       "Another process used the cores while timing ran."))
-    text = hints.rule_hint("noisy_neighbour", "load 1.9 during the timed rounds")
+    monkeypatch.setitem(RULES, "future_rule", Rule("future_rule", ("timing",),
+                                                   "Another process used the cores while timing ran."))
+    text = hints.rule_hint("future_rule", "load 1.9 during the timed rounds")
     assert "load 1.9 during the timed rounds" in text and "Another process used the cores" in text
-    assert "noisy_neighbour" not in hints.RULE_HINTS  # really the generic path
+    assert "future_rule" not in hints.RULE_HINTS  # really the generic path
 
 
 @pytest.mark.parametrize("status", ["compile_error", "runtime_error", "mismatch", "timeout", "rejected"])
