@@ -73,6 +73,13 @@ class Context:
     kernel_memory_tokens: int = _knob(
         900, "Cap on the verified-kernels section of the Coder's prompt, approximate tokens; 0 leaves it out.")
     max_iterations: int = _knob(15, "Maximum number of candidates the Coder writes in one run.")
+    # 4: the issue-13 runs (4 iterations, strong model) stopped after 2-3 candidates and lost gains
+    # the next ones found (max-pool 47x at its stop, 72x two candidates later without it); the
+    # first candidate plus three profile-guided refinements is the least that shows whether the
+    # profile's direction pays, and costs ~4 LLM round-trips, a fraction of max_iterations=15.
+    min_iterations: int = _knob(
+        4, "Candidates written before the Conductor's stop is honoured; after that a stop also needs the best "
+        "kernel near its roof (graph/routing.py: stop_verdict). max_iterations and budgets still end runs earlier.")
     max_repairs: int = _knob(
         4, "Maximum consecutive failed candidates before the run stops trying to repair."
     )

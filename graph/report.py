@@ -22,6 +22,8 @@ def render_report(state: dict[str, Any], ctx: Context, thread_id: str) -> str:
              f"- problem: `{problem.get('path', '')}`",
              f"- candidates written: {state.get('iteration', 0)} (max_iterations={ctx.max_iterations})",
              f"- stopped because: {stop_reason(state, ctx) or 'the run is not finished'}",
+             *[f"- the Conductor's stop after attempt {o['attempt']} was overruled: {o['reason']}"
+               for o in state.get("stop_overrules", [])],
              f"- threads: {ctx.num_threads}; timing: {ctx.warmup_calls} warm-up + {ctx.timed_calls} "
              "timed calls each, reference and candidate interleaved",
              f"- LLM: {int(usage.get('llm_calls', 0))} calls, {int(usage.get('input_tokens', 0))} tokens in, "

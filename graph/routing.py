@@ -19,8 +19,44 @@ def stop_reason(state: PragmaState, ctx: Context) -> str | None:
     if state.get("consecutive_failures", 0) > ctx.max_repairs:
         return f"more than max_repairs={ctx.max_repairs} consecutive failed candidates"
     if state.get("guidance", {}).get("should_stop"):
-        return "the Conductor judged further gains unlikely"
+        honoured, why = stop_verdict(state, ctx)
+        if honoured:
+            return f"the Conductor judged further gains unlikely ({why})"
     return budget_exhausted(state, ctx)
+
+
+# A stop needs the best kernel at its roof: memory-side kernels at this share of the bandwidth of
+# the level their working set lives in (tools/profilers/roofline.py), compute-side ones at this
+# share of peak FLOP/s. 80% is where the seed's roofline_pct entry says further gains get hard;
+# the measured peaks are best-of-N figures that real kernels rarely exceed by much.
+STOP_ROOF_PCT = 80.0
+
+
+def stop_verdict(state: PragmaState, ctx: Context) -> tuple[bool, str]:
+    """Whether the Conductor's stop is honoured now, and the evidence for or against it.
+
+    Honoured only after ``min_iterations`` candidates, and only when the best kernel's profile
+    puts it near the right roof (or there is no roofline to check: no-profile mode, a failed
+    profile). Otherwise the run goes on; the conductor node records why (stop_overruled).
+    """
+    done = state.get("iteration", 0)
+    if done < ctx.min_iterations:
+        return False, f"only {done} of min_iterations={ctx.min_iterations} candidates written"
+    best = state.get("best") or {}
+    roof = (best.get("profile") or state.get("profile") or {}).get("roofline") or {}
+    if roof.get("status") != "ok":
+        return True, f"{done} candidates written; no roofline to check the stop against"
+    if roof.get("bound_by") == "memory":
+        pct = float(roof.get("bandwidth_pct", roof.get("roofline_pct", 0.0)))
+        where = (f"{roof['roof_why']}, roof {roof['roof_gbs']:.3g} GB/s" if "roof_level" in roof
+                 else f"bandwidth roof {roof.get('peak_gbs', 0.0):.3g} GB/s")
+        at = f"the best kernel reaches {pct:.0f}% of its memory roof ({where})"
+    else:
+        pct = float(roof.get("roofline_pct", 0.0))
+        at = f"the best kernel reaches {pct:.0f}% of its compute roof ({roof.get('peak_gflops', 0.0):.3g} GFLOP/s)"
+    if pct >= STOP_ROOF_PCT:
+        return True, at
+    return False, f"{at}, below the {STOP_ROOF_PCT:.0f}% a stop needs"
 
 
 def budget_exhausted(state: PragmaState, ctx: Context) -> str | None:

@@ -51,6 +51,7 @@ class Guidance(TypedDict, total=False):
     bottleneck: str
     extra_metrics: list[str]
     should_stop: bool
+    stop_overruled: str  # the Conductor asked to stop and routing.stop_verdict refused: why
 
 
 def keep_best(current: Best | None, update: Best | None) -> Best:
@@ -96,6 +97,8 @@ class PragmaState(TypedDict, total=False):
     attempts: Annotated[list[dict[str, Any]], operator.add]
     usage: Annotated[dict[str, float], add_usage]
     log: Annotated[list[dict[str, Any]], operator.add]  # LLM exchanges (role, iteration, text)
+    # Conductor stops routing.stop_verdict refused: {attempt, reason}, one per overruled stop.
+    stop_overrules: Annotated[list[dict[str, Any]], operator.add]
 
 
 class InputState(TypedDict, total=False):

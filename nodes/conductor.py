@@ -15,6 +15,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from pragma.graph.context import Context
+from pragma.graph.routing import stop_verdict
 from pragma.graph.state import PragmaState, add_usage
 from pragma.nodes import chat, llm, prompts, structured
 from pragma.tools.backends import render_profile  # cpu or gpu, as the profile says
@@ -138,4 +139,12 @@ def conductor(state: PragmaState, runtime: Runtime[Context]) -> dict:
         guidance = {"mode": "optimize", "text": f"Diagnosis: {parsed.diagnosis}\nNext steps:\n{steps}",
                     "bottleneck": parsed.bottleneck, "extra_metrics": parsed.extra_metrics,
                     "should_stop": parsed.stop}
+    if guidance["should_stop"]:
+        # The router decides (graph/routing.py reads the limits); the node records its verdict so
+        # the state, the Coder and the report say why the run went on.
+        honoured, why = stop_verdict({**state, "guidance": guidance}, runtime.context)
+        if not honoured:
+            guidance["stop_overruled"] = why
+            guidance["text"] += f"\nThe stop was overruled ({why}): keep optimizing."
+            update = {**update, "stop_overrules": [{"attempt": candidate["iteration"], "reason": why}]}
     return {**update, "guidance": guidance}

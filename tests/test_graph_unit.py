@@ -53,7 +53,7 @@ def test_route_after_verifier(state, expected):
 
 
 def test_route_after_profiler_and_conductor_respect_limits():
-    rt = _Runtime(Context(max_iterations=3))
+    rt = _Runtime(Context(max_iterations=3, min_iterations=2))
     assert route_after_profiler({"iteration": 3}, rt) == END
     assert route_after_profiler({"iteration": 2}, rt) == "conductor"
     assert route_after_conductor({"iteration": 2, "guidance": {"should_stop": True}}, rt) == END

@@ -321,3 +321,32 @@ def test_every_topdown_key_the_parser_can_emit_is_in_the_catalog():
         assert topdown.metric_name(key) in DEFAULT_CPU_METRICS
     assert all(spec.unit and spec.meaning and spec.better in ("lower", "higher", "")
                for spec in DEFAULT_CPU_METRICS.values())
+
+
+# Figures of this 2-core EPYC VM's measured peaks (tools/hardware.py, PEAKS_VERSION 3), rounded.
+LEVEL_PEAK = {**PEAK, "triad_gbs_1t": 22.0, "triad_gbs_all": 47.0, "levels": [
+    {"name": "L1d", "size_bytes": 32768, "shared": False, "gbs_1t": 146.0, "gbs_all": 292.0},
+    {"name": "L2", "size_bytes": 524288, "shared": False, "gbs_1t": 100.0, "gbs_all": 194.0},
+    {"name": "L3", "size_bytes": 33554432, "shared": True, "gbs_1t": 48.0, "gbs_all": 125.0}]}
+
+
+def test_roof_is_the_level_the_working_set_fits():
+    # issue 13's max-pool: 2.35 MB per call at 22 GB/s reads 100% of DRAM but ~46% of the L3 roof.
+    pool = roofline.compute({"flops": 0.3e6, "min_bytes": 2.35e6}, 2.35e6 / 22e9 * 1e3, LEVEL_PEAK, 1)
+    assert pool["roof_level"] == "L3" and pool["roof_gbs"] == 48.0
+    assert 40 < pool["bandwidth_pct"] < 50 and "fits L3" in roofline.render(pool)
+    assert "46% of the L3 roof" in roofline.render(pool)
+    label, why = bottleneck.classify_cpu(_m(per_call_ms=0.11), None, {"packed_fp": 4}, pool)
+    assert label == "cache-resident" and "far from that roof" in why
+    big = roofline.compute({"flops": 8e6, "min_bytes": 64e6}, 64e6 / 21e9 * 1e3, LEVEL_PEAK, 1)
+    label, why = bottleneck.classify_cpu(_m(per_call_ms=3.0), None, {"packed_fp": 4}, big)
+    assert big["roof_level"] == "DRAM" and label == "dram-bound" and "far from" not in why
+    # Private levels hold their size per thread: 600 kB fits L2 with 2 threads, not with 1.
+    assert hardware.roof_for_working_set(LEVEL_PEAK, 600e3, 1)["level"] == "L3"
+    two = hardware.roof_for_working_set(LEVEL_PEAK, 600e3, 2)
+    assert two["level"] == "L2" and two["roof_gbs"] == 194.0
+    tiny = hardware.roof_for_working_set(LEVEL_PEAK, 8e3, 1)
+    assert tiny["level"] == "L1d" and tiny["roof_gbs"] == 146.0
+    # Peaks without levels (measured before PEAKS_VERSION 3) keep the DRAM roof and the old label.
+    old = roofline.compute({"flops": 0.3e6, "min_bytes": 2.35e6}, 0.1, PEAK, 1)
+    assert "roof_level" not in old and old["roof_gbs"] == 10.0

@@ -16,6 +16,7 @@ import pytest
 from conftest import CANDIDATES, EXAMPLES, FAST_SETTINGS, pragma_env
 
 from pragma.graph.context import resolve_context
+from pragma.tools import hardware
 from pragma.tools.profilers import callgrind, perf_stat
 from pragma.tools.profilers.cpu import profile_candidate, render_profile
 from pragma.tools.profilers.metrics import DEFAULT_CPU_METRICS
@@ -114,7 +115,11 @@ def test_memory_bound_elementwise_and_compute_bound_matmul_fall_on_opposite_roof
     assert relu["roofline"]["flops_method"] == "estimate" and gemm["roofline"]["flops_method"] == "formula"
     assert gemm["roofline"]["flops"] == 2 * 1021 * 512 * 1021
     assert _v(relu, "arithmetic_intensity") < 1 < 10 < _v(gemm, "arithmetic_intensity")
-    assert relu["bottleneck"] == "memory-bound" and gemm["bottleneck"] == "compute-bound"
+    # relu's 65.5 MB working set exceeds a 32 MB L3 (DRAM roof); some VMs here have a 260 MB L3.
+    llc = hardware.last_level_cache(hardware.cpu_spec())
+    dram = relu["roofline"]["working_set_bytes"] > llc["size_bytes"]
+    assert relu["bottleneck"] == ("dram-bound" if dram else "cache-resident") and gemm["bottleneck"] == "compute-bound"
+    assert (relu["roofline"]["roof_level"] == "DRAM") == dram
     assert relu["tools"]["callgrind"]["status"] == "skipped"
 
 

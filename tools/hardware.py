@@ -6,7 +6,9 @@ Two parts with different costs (delete the cached file to measure again):
   per process.
 - ``peaks()``: the machine's measured peak FLOP/s (independent FMA chains at the widest vector
   width) and memory bandwidth (STREAM-like triad over arrays several times the last-level cache),
-  for one thread and for all cores. Measured once per machine (a few seconds) and cached as JSON
+  for one thread and for all cores, plus the triad bandwidth per cache level (working sets of half
+  of L1d, L2 and L3, from sysfs) so the roofline can use the roof of the level a kernel's data
+  lives in. Measured once per machine (a few seconds) and cached as JSON
   in ``data_dir()/hardware/``; ``cached_peaks()`` only reads that file.
 """
 
@@ -27,7 +29,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-PEAKS_VERSION = 2  # bump when the benchmark changes, so stale cached figures are re-measured
+PEAKS_VERSION = 3  # bump when the benchmark changes, so stale cached figures are re-measured
 PEAKS_TIMEOUT_S = 120.0
 TRIAD_MIN_ARRAY_BYTES = 32 * 2**20
 TRIAD_MAX_ARRAY_BYTES = 256 * 2**20
@@ -121,6 +123,7 @@ def machine_key(spec: dict[str, Any]) -> str:
 PEAKS_SOURCE = r"""
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <omp.h>
 
@@ -191,6 +194,40 @@ static double triad_gbs(float* a, const float* b, const float* c, long n, int th
     return best / 1e9;
 }
 
+// Triad bandwidth with a working set of `bytes` (the three arrays together) per thread, each
+// thread on its own arrays, passes repeated over the same data so it stays in the cache level it
+// fits; per thread CPU second, summed over threads, best of 4 calibrated repetitions.
+static double level_gbs(long bytes, int threads) {
+    double sum = 0.0;
+    #pragma omp parallel num_threads(threads) reduction(+ : sum)
+    {
+        long n = (bytes / 12) & ~15L;
+        if (n < 64) n = 64;
+        float* x = (float*)aligned_alloc(64, n * 4);
+        float* y = (float*)aligned_alloc(64, n * 4);
+        float* z = (float*)aligned_alloc(64, n * 4);
+        for (long i = 0; i < n; ++i) { x[i] = 0.f; y[i] = 1.f; z[i] = 2.f; }
+        long passes = (64L << 20) / (12 * n) + 1;
+        double best = 0.0;
+        for (int rep = 0, measured = 0; rep < 16 && measured < 4; ++rep) {
+            double t0 = cpu_s();
+            for (long p = 0; p < passes; ++p) {
+                #pragma omp simd
+                for (long i = 0; i < n; ++i) x[i] = y[i] + 3.0f * z[i];
+                asm volatile("" : : "r"(x) : "memory");  // every pass really runs
+            }
+            double dt = cpu_s() - t0;
+            if (dt < 0.02) { passes *= 4; continue; }
+            ++measured;
+            double r = 12.0 * (double)n * (double)passes / dt;
+            if (r > best) best = r;
+        }
+        free(x); free(y); free(z);
+        sum += best;
+    }
+    return sum / 1e9;
+}
+
 int main(int argc, char** argv) {
     long array_bytes = atol(argv[1]);
     int cores = atoi(argv[2]);
@@ -204,7 +241,14 @@ int main(int argc, char** argv) {
     volatile float sink = 0.f;
     double f1 = fma_gflops(1, &sink), fa = cores > 1 ? fma_gflops(cores, &sink) : f1;
     double t1 = triad_gbs(a, b, c, n, 1), ta = cores > 1 ? triad_gbs(a, b, c, n, cores) : t1;
-    printf("{\"fma_gflops_1t\": %.3f, \"fma_gflops_all\": %.3f, \"triad_gbs_1t\": %.3f, "
+    // argv[3...]: "bytes_1t:bytes_per_thread_all" working sets of the cache levels.
+    printf("{\"level_gbs\": [");
+    for (int k = 3; k < argc; ++k) {
+        long w1 = atol(argv[k]), wa = atol(strchr(argv[k], ':') + 1);
+        double l1 = level_gbs(w1, 1), la = cores > 1 ? level_gbs(wa, cores) : l1;
+        printf("%s[%.3f, %.3f]", k > 3 ? ", " : "", l1, la);
+    }
+    printf("], \"fma_gflops_1t\": %.3f, \"fma_gflops_all\": %.3f, \"triad_gbs_1t\": %.3f, "
            "\"triad_gbs_all\": %.3f, \"vector_bytes\": %d, \"check\": %.1f}\n",
            f1, fa, t1, ta, VBYTES, (double)a[n / 2] + 0.0 * sink);
     return 0;
@@ -237,6 +281,25 @@ def triad_array_bytes(spec: dict[str, Any]) -> int:
     return int(min(max(want, TRIAD_MIN_ARRAY_BYTES), TRIAD_MAX_ARRAY_BYTES, cap))
 
 
+def cache_roof_levels(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """The data cache levels a working set can live in, smallest first, with what the benchmark
+    measures for each: half the level's size (the other half holds code, stack and whatever the
+    kernel's neighbours touch), per thread for private levels (L1, L2), split between threads for
+    shared ones (the last level)."""
+    data = sorted((c for c in spec.get("caches", []) if c["type"] in ("Data", "Unified")),
+                  key=lambda c: c["level"])
+    cores = max(1, int(spec.get("cores", 1)))
+    llc = last_level_cache(spec)
+    out = []
+    for c in data:
+        # The last unified level is shared by the cores of a socket/CCX; lower levels are per core.
+        shared = llc is not None and c is llc and c["level"] >= 3
+        out.append({"name": c["name"], "size_bytes": c["size_bytes"], "shared": shared,
+                    "bench_1t_bytes": c["size_bytes"] // 2,
+                    "bench_per_thread_all_bytes": c["size_bytes"] // (2 * cores) if shared else c["size_bytes"] // 2})
+    return out
+
+
 def measure_peaks(spec: dict[str, Any] | None = None, timeout_s: float = PEAKS_TIMEOUT_S) -> dict[str, Any]:
     """Compile and run the peak benchmark now; returns peaks or ``{"status": "unavailable", ...}``."""
     spec = spec or cpu_spec()
@@ -255,7 +318,9 @@ def measure_peaks(spec: dict[str, Any] | None = None, timeout_s: float = PEAKS_T
         load = os.getloadavg()[0]
         t0 = time.monotonic()
         try:
-            run = subprocess.run([str(exe), str(array_bytes), str(spec["cores"])], capture_output=True,
+            levels = cache_roof_levels(spec)
+            args = [f"{lv['bench_1t_bytes']}:{lv['bench_per_thread_all_bytes']}" for lv in levels]
+            run = subprocess.run([str(exe), str(array_bytes), str(spec["cores"]), *args], capture_output=True,
                                  text=True, timeout=timeout_s, env={**os.environ, "OMP_PROC_BIND": "false"})
         except subprocess.TimeoutExpired:
             return {"status": "unavailable", "reason": f"peak benchmark exceeded {timeout_s:.0f} s"}
@@ -266,6 +331,8 @@ def measure_peaks(spec: dict[str, Any] | None = None, timeout_s: float = PEAKS_T
     except (ValueError, IndexError):
         return {"status": "unavailable", "reason": f"peak benchmark printed {run.stdout[-200:]!r}"}
     figures.pop("check", None)
+    measured = figures.pop("level_gbs", [])
+    figures["levels"] = [{**lv, "gbs_1t": g1, "gbs_all": ga} for lv, (g1, ga) in zip(levels, measured)]
     return {"status": "ok", **figures, "cores": spec["cores"], "triad_array_bytes": array_bytes,
             "measured_s": round(time.monotonic() - t0, 2), "load_avg_1min": round(load, 2),
             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "model": spec["model"]}
@@ -311,6 +378,35 @@ def peaks_for_threads(peak: dict[str, Any], num_threads: int) -> tuple[float, fl
     return f1 + frac * (fa - f1), min(max(b1, ba), b1 * n)
 
 
+def roof_for_working_set(peak: dict[str, Any], working_set_bytes: float, num_threads: int) -> dict[str, Any]:
+    """The bandwidth roof for a kernel whose working set (bytes its calls touch, reused call after
+    call) is ``working_set_bytes``: the smallest cache level that holds it with ``num_threads``
+    (private levels hold their size per thread), else DRAM (the triad over arrays beyond the last
+    level). Peaks measured before per-level figures existed give DRAM, and say so."""
+    cores = max(1, int(peak.get("cores", 1)))
+    n = max(1, min(num_threads, cores))
+    frac = (n - 1) / (cores - 1) if cores > 1 else 0.0
+    _, dram = peaks_for_threads(peak, num_threads)
+    for lv in peak.get("levels") or []:
+        capacity = lv["size_bytes"] * (1 if lv["shared"] else n)
+        if working_set_bytes <= capacity and lv.get("gbs_1t", 0) > 0:
+            gbs = lv["gbs_1t"] + frac * (max(lv["gbs_1t"], lv["gbs_all"]) - lv["gbs_1t"])
+            # A level is never slower than DRAM: a noisy cache figure must not lower the roof.
+            return {"level": lv["name"], "roof_gbs": max(gbs, dram), "capacity_bytes": capacity, "dram_gbs": dram,
+                    "why": f"working set {_mb(working_set_bytes)} fits {lv['name']} "
+                           f"({_mb(capacity)} at {n} thread(s))"}
+    if not peak.get("levels"):
+        return {"level": "DRAM", "roof_gbs": dram, "capacity_bytes": 0, "dram_gbs": dram,
+                "why": "no per-level bandwidths measured (older peaks): DRAM triad"}
+    last = peak["levels"][-1]
+    return {"level": "DRAM", "roof_gbs": dram, "capacity_bytes": 0, "dram_gbs": dram,
+            "why": f"working set {_mb(working_set_bytes)} exceeds {last['name']} ({_mb(last['size_bytes'])})"}
+
+
+def _mb(n: float) -> str:
+    return f"{n / 1e6:.3g} MB" if n >= 1e5 else f"{n / 1e3:.3g} kB"
+
+
 def render_spec(spec: dict[str, Any], num_threads: int, peak: dict[str, Any] | None = None) -> str:
     """One short paragraph for prompts; includes measured peaks when they are known."""
     caches = ", ".join(f"{c['name']} {c['size_bytes'] // 1024} KiB" for c in spec.get("caches", []))
@@ -323,6 +419,10 @@ def render_spec(spec: dict[str, Any], num_threads: int, peak: dict[str, Any] | N
         gflops, gbs = peaks_for_threads(peak, num_threads)
         text += (f" Measured peaks at {num_threads} thread(s): {gflops:.1f} GFLOP/s fp32 (FMA), "
                  f"{gbs:.1f} GB/s memory bandwidth (triad); ridge point {gflops / gbs:.1f} FLOP/byte.")
+        if peak.get("levels"):
+            text += " Bandwidth by where the data lives: " + ", ".join(
+                f"{lv['name']} {roof_for_working_set(peak, lv['size_bytes'] // 2, num_threads)['roof_gbs']:.0f} GB/s"
+                for lv in peak["levels"]) + f", DRAM {gbs:.1f} GB/s."
         if peak.get("load_avg_1min", 0.0) > spec["cores"]:
             text += f" (Measured under load {peak['load_avg_1min']:.1f} on {spec['cores']} cores: may understate.)"
     return text

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 Bottleneck = Literal[
     "memory-bound", "compute-bound", "latency/overhead-bound", "not-vectorized", "poor-locality",
-    "bad-speculation", "frontend-bound", "unknown",
+    "bad-speculation", "frontend-bound", "cache-resident", "dram-bound", "unknown",
 ]
 VOCABULARY: tuple[str, ...] = Bottleneck.__args__  # type: ignore[attr-defined]
 
@@ -28,7 +28,8 @@ POOR_LOCALITY_TRAFFIC = 4.0  # L1 fills over the operation's compulsory bytes, m
 POOR_LOCALITY_TRAFFIC_COMPUTE = 16.0  # ... on the compute side, where reuse is expected
 LOW_ROOF_PCT = 10.0  # a compute-side kernel this far below its roof is not compute-bound
 SCALAR_MEMORY_PCT = 50.0  # a scalar memory-side kernel below this share of bandwidth is held back by scalar code
-CACHE_RESIDENT_PCT = 120.0  # above the DRAM roof: the working set is served from cache
+CACHE_RESIDENT_PCT = 120.0  # above the bandwidth roof: the data comes from a faster level than assumed
+FAR_FROM_ROOF_PCT = 50.0  # a memory-side kernel below this share of its level's roof is not bandwidth-limited
 
 Signal = tuple[str, str]  # (label, evidence)
 
@@ -44,7 +45,15 @@ def roofline_side(roof: dict[str, Any] | None) -> Signal | None:
     where = (f"intensity {roof['arithmetic_intensity']:.3g} FLOP/byte vs ridge {roof['ridge_flop_per_byte']:.3g}, "
              f"{roof['roofline_pct']:.0f}% of attainable")
     if roof["bound_by"] == "memory":
-        return "memory-bound", f"{where} ({roof['achieved_gbs']:.3g} of {roof['peak_gbs']:.3g} GB/s)"
+        if "roof_level" not in roof:  # a roofline without cache levels (GPU, older peaks)
+            return "memory-bound", f"{where} ({roof['achieved_gbs']:.3g} of {roof['peak_gbs']:.3g} GB/s)"
+        # The memory side splits by where the working set lives: its roof is that level's bandwidth.
+        label = "dram-bound" if roof["roof_level"] == "DRAM" else "cache-resident"
+        text = (f"{roof['roof_why']}: {roof['achieved_gbs']:.3g} of {roof['peak_gbs']:.3g} GB/s = "
+                f"{roof['bandwidth_pct']:.0f}% of the {roof['roof_level']} roof")
+        if roof["bandwidth_pct"] < FAR_FROM_ROOF_PCT:
+            text += "; far from that roof: bandwidth is not what limits it (instructions per byte, vector width, loop overhead)"
+        return label, f"{text}; {where}"
     return "compute-bound", f"{where} ({roof['achieved_gflops']:.3g} of {roof['peak_gflops']:.3g} GFLOP/s)"
 
 
@@ -85,8 +94,8 @@ def signals_cpu(metrics: dict[str, dict[str, Any]], roof: dict[str, Any] | None,
         out.append(("memory-bound" if mem >= core else "compute-bound",
                     f"top-down level 2: memory bound {mem:.0f}% vs core bound {core:.0f}% of slots"))
     if scalar := _is_scalar(vect, mix):
-        # Scalar code limits a memory-side kernel when it is far below the DRAM roof, or above it
-        # (the data then comes from cache, whose bandwidth scalar loads cannot use).
+        # Scalar code limits a memory-side kernel when it is far below the roof of the level its
+        # data lives in, or above it (the data then comes from a faster level than assumed).
         pct = roof["roofline_pct"] if side else 0.0
         held_back = side is None or side[0] == "compute-bound" or pct < SCALAR_MEMORY_PCT or pct > CACHE_RESIDENT_PCT
         if held_back:

@@ -132,8 +132,8 @@ def _roofline_part(region: dict[str, Any], metrics: dict, peak: dict[str, Any], 
     metrics.update(roofline.to_metrics(roof))
     sources.append("roofline vs measured peaks")
     if roof["achieved_gbs"] > roof["peak_gbs"] * 1.2:
-        notes.append("achieved bandwidth is above the measured DRAM triad: the working set is served "
-                     "from cache, so the memory roof understates what is attainable")
+        notes.append(f"achieved bandwidth is above the measured {roof.get('roof_level', 'DRAM')} triad: part of the "
+                     "working set is served from a faster level, so this roof understates what is attainable")
     return roof
 
 

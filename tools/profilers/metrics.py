@@ -18,7 +18,7 @@ from typing import Any, Literal
 @dataclass(frozen=True)
 class MetricSpec:
     unit: str
-    tool: str  # collector: timing, perf_stat, topdown, callgrind, hotspots, vectorization, instruction_mix, roofline
+    tool: str  # collector: timing, perf_stat, topdown, callgrind, hotspots, vectorization, instruction_mix, roofline, mca
     better: Literal["lower", "higher", ""]  # which direction is an improvement ("" = neither)
     meaning: str
 
@@ -91,6 +91,13 @@ DEFAULT_CPU_METRICS: dict[str, MetricSpec] = {
     "achieved_gbs": _m("GB/s", "roofline", "higher", "operation minimum bytes / per-call time"),
     "arithmetic_intensity": _m("FLOP/byte", "roofline", "", "operation FLOPs / minimum bytes"),
     "roofline_pct": _m("%", "roofline", "higher", "achieved GFLOP/s / attainable GFLOP/s at this intensity"),
+    "working_set_bytes": _m("bytes", "roofline", "", "bytes one call touches (inputs + outputs): picks the cache level"),
+    "roof_gbs": _m("GB/s", "roofline", "", "measured bandwidth of the level the working set fits (L1/L2/L3/DRAM)"),
+    # llvm-mca static analysis of the hot loop (tools/profilers/mca.py)
+    "mca_cycles_per_iteration": _m("cycles/iteration", "mca", "lower",
+                                   "llvm-mca: steady-state cycles per iteration of the hot loop"),
+    "mca_ipc": _m("instructions/cycle", "mca", "higher", "llvm-mca: instructions per cycle of the hot loop"),
+    "mca_port_pressure_pct": _m("%", "mca", "", "llvm-mca: busiest execution resource's share of the loop's cycles"),
 }
 
 _STALL = "warp cycles per issued instruction spent stalled on "
