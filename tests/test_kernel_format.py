@@ -240,16 +240,6 @@ def test_probe_json_is_plain_data(probed):
     assert EXAMPLES.is_dir()
 
 
-RELU_CPP = r'''
-#include <cstdint>
-extern "C" void pragma_kernel(const float* x, int64_t x_dim0, int64_t x_dim1,
-                              float* out0, int64_t out0_dim0, int64_t out0_dim1) {
-    const int64_t n = x_dim0 * x_dim1;
-    #pragma omp parallel for simd
-    for (int64_t i = 0; i < n; ++i) out0[i] = x[i] > 0.0f ? x[i] : 0.0f;
-}
-'''
-
 
 def test_full_kernel_format_run_repairs_by_rules_exports_and_remembers(monkeypatch, tmp_path):
     """The whole graph with kernel replies only: a compile error repaired from the fixed hint (no
@@ -263,19 +253,20 @@ def test_full_kernel_format_run_repairs_by_rules_exports_and_remembers(monkeypat
     from pragma.nodes import llm
     from pragma.tools.problem import read_problem
 
-    broken = RELU_CPP.replace("const int64_t n = x_dim0 * x_dim1;", "const int64_t n = x_dim0 * x_dim1")
+    broken = GATHER_CPP.replace("const float* row = x + idx[r] * x_dim1;", "const float* row = x + idx[r] * x_dim1")
     # No conductor replies: repair_advice=rules asks no model, and the run ends after attempt 2.
-    script = {"coder": {"1": f"```cpp\n{broken}```", "2": f"```cpp\n{RELU_CPP}```"}, "conductor": {}}
+    script = {"coder": {"1": f"```cpp\n{broken}```", "2": f"```cpp\n{GATHER_CPP}```"}, "conductor": {}}
     monkeypatch.setattr(llm, "load_chat_model", scripted.loader_for(script))
     ctx = resolve_context(coder_model="scripted:coder", max_iterations=2, candidate_format="kernel",
                           repair_advice="rules", profile_simulate="never", profile_hotspots=False)
     buf = io.StringIO()
-    code = runner.start_run(read_problem(EXAMPLES / "relu.py"), ctx, tmp_path / "out", Console(file=buf, width=200))
+    code = runner.start_run(read_problem(PROBLEMS / "gather_scale.py"), ctx, tmp_path / "out",
+                            Console(file=buf, width=200))
     printed = buf.getvalue()
     assert code == 0, printed
     assert "attempt 1 (initial): compile_error" in printed and "repair: - compile_error:" in printed
     assert "attempt 2 (repair): ok" in printed
     best = (tmp_path / "out" / "best.py").read_text()
-    assert glue.GLUE_MARKER in best and "out0[i] = x[i] > 0.0f" in best
-    row = next(r for r in kernels.listing() if r["name"] == "relu" and r["origin"] == "run")
-    assert row["format"] == "kernel" and row["code"].strip() == RELU_CPP.strip()
+    assert glue.GLUE_MARKER in best and "(float)alpha + (float)shift" in best
+    row = next(r for r in kernels.listing() if r["name"] == "gather_scale")
+    assert row["origin"] == "run" and row["format"] == "kernel" and row["code"].strip() == GATHER_CPP.strip()
