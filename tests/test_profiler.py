@@ -350,3 +350,50 @@ def test_roof_is_the_level_the_working_set_fits():
     # Peaks without levels (measured before PEAKS_VERSION 3) keep the DRAM roof and the old label.
     old = roofline.compute({"flops": 0.3e6, "min_bytes": 2.35e6}, 0.1, PEAK, 1)
     assert "roof_level" not in old and old["roof_gbs"] == 10.0
+
+
+# --- llvm-mca, valgrind's failure reason, callgrind on demand -----------------------------------
+
+def test_mca_parser_reads_throughput_pressure_and_bottleneck_from_real_capture():
+    from pragma.tools.profilers import mca
+
+    out = mca.parse((DATA / "llvm_mca_dependency_chain.txt").read_text())
+    # 100 iterations of 4 instructions in 310 cycles: the vaddps chain (latency 3) sets the pace.
+    assert out["cycles_per_iteration"] == pytest.approx(3.1) and out["ipc"] == pytest.approx(1.29)
+    assert out["instructions_per_iteration"] == 4.0 and out["dispatch_width"] == 6.0
+    assert out["bottleneck"].startswith("data dependencies") and "24%" in out["bottleneck"]
+    assert out["busiest_resource"].startswith("Zn3") and 0 < out["port_pressure_pct"] < 50
+    metrics = mca.to_metrics({"status": "ok", **out})
+    assert set(metrics) == {"mca_cycles_per_iteration", "mca_ipc", "mca_port_pressure_pct"}
+    assert all(name in DEFAULT_CPU_METRICS for name in metrics)
+
+
+def test_mca_picks_the_vector_main_loop_of_a_real_avx512_disassembly():
+    from pragma.tools.profilers import mca
+
+    # objdump of scale_shift_vector built with -march=native on an AVX-512 (Zen4) machine.
+    loops = mca.find_loops((DATA / "objdump_scale_shift_vector.txt").read_text())
+    loop = mca.pick_hot_loop(loops, ["scale_shift"])
+    assert len([lp for lp in loops if lp["innermost"]]) >= 2  # main body and remainder loop(s)
+    assert mca._vector_bits(loop["body"]) == 512 and any("vfmadd" in t for t in loop["body"])
+    asm = mca.to_asm(loop)
+    assert asm.startswith(".Lloop:") and asm.rstrip().endswith(".Lloop") and "<" not in asm
+
+
+def test_callgrind_failure_names_valgrinds_reason_not_its_summary_line():
+    text = (DATA / "callgrind_avx512_sigill.txt").read_text()
+    assert text.rstrip().splitlines()[-1].startswith("==")  # the old report: the output's last line
+    reason = callgrind.failure_reason(text)
+    assert reason.startswith("valgrind cannot execute an instruction") and "0x62" in reason  # EVEX prefix
+    assert callgrind.failure_reason("==2== Mispred rate: 0.0%\n==2== I refs: 12") is None
+
+
+def test_cheap_evidence_ambiguity_decides_whether_callgrind_runs():
+    vec = {"packed_fp": 4, "scalar_fp": 0}
+    far = roofline.compute({"flops": 1e6, "min_bytes": 64e6}, 64e6 / 4e9 * 1e3, LEVEL_PEAK, 1)  # 18% of DRAM
+    near = roofline.compute({"flops": 1e6, "min_bytes": 64e6}, 64e6 / 20e9 * 1e3, LEVEL_PEAK, 1)
+    assert "access pattern unknown" in bottleneck.ambiguity(_m(per_call_ms=16.0), far, None, vec)
+    assert bottleneck.ambiguity(_m(per_call_ms=3.2), near, None, vec) == ""
+    assert bottleneck.ambiguity(_m(per_call_ms=16.0), far, None, {"packed_fp": 0, "scalar_fp": 3}) == ""
+    assert bottleneck.ambiguity(_m(per_call_ms=0.01), far, None, vec) == ""  # overhead explains it
+    assert bottleneck.ambiguity(_m(per_call_ms=1.0), {"status": "unavailable"}, None, vec) == "no roofline"

@@ -17,7 +17,7 @@ from conftest import CANDIDATES, EXAMPLES, FAST_SETTINGS, pragma_env
 
 from pragma.graph.context import resolve_context
 from pragma.tools import hardware
-from pragma.tools.profilers import callgrind, perf_stat
+from pragma.tools.profilers import callgrind, mca, perf_stat
 from pragma.tools.profilers.cpu import profile_candidate, render_profile
 from pragma.tools.profilers.metrics import DEFAULT_CPU_METRICS
 
@@ -142,3 +142,50 @@ def test_profile_cli_json_survives_an_event_perf_rejects(module_data, isolated_d
         assert "task-clock" in profile["metrics"]  # the retry kept the default events
     assert any("'--bad'" in n for n in profile["notes"])  # rejected before perf ever saw it
     assert profile["metrics"]["per_call_ms"]["value"] > 0
+
+
+def _cpu_flags() -> set[str]:
+    line = next((ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("flags")), "")
+    return set(line.split(":", 1)[-1].split())
+
+
+@pytest.mark.parametrize("candidate, flag, bits", [
+    ("scale_shift_avx2_intrinsics", "avx2", 256),
+    ("scale_shift_avx512_intrinsics", "avx512f", 512),
+])
+def test_intrinsics_kernel_gets_a_hot_loop_analysis_and_a_reasoned_confidence(profiles, candidate, flag, bits):
+    if flag not in _cpu_flags():
+        pytest.skip(f"this CPU has no {flag}: {candidate} cannot run here")
+    if mca.mca_binary() is None:
+        pytest.skip("llvm-mca not installed (Debian package llvm; make setup installs it)")
+    p = profiles(PROBLEMS / "scale_shift.py", candidate, profile_simulate="auto")
+    _check_shape(p)
+    assert _v(p, "widest_vector_bits") == bits
+    assert p["mca"]["status"] == "ok" and p["mca"]["function"] == "scale_shift", p["tools"].get("mca")
+    assert p["mca"]["loop_instructions"] >= 4
+    # the loop is one 8/16-lane FMA per iteration: about one cycle, never tens
+    assert 0.5 < _v(p, "mca_cycles_per_iteration") < 8 and _v(p, "mca_ipc") > 1
+    assert "llvm-mca -mcpu=" in render_profile(p)
+    if p["confidence"] == "static":  # explicit and reasoned: why no counters, why no simulation
+        assert "no hardware counters" in p["confidence_reason"] and "callgrind" in p["confidence_reason"]
+        assert "llvm-mca" in p["confidence_reason"]
+    else:
+        assert p["confidence"] in ("hardware-counters", "simulation")
+    if bits == 512 and callgrind.valgrind_binary():
+        # valgrind cannot run AVX-512: a forced simulation reports a reason, not a summary line.
+        sim = profiles(PROBLEMS / "scale_shift.py", candidate, profile_simulate="always")
+        cg = sim["tools"]["callgrind"]
+        assert cg["status"] == "ok" or not cg["reason"].lstrip().startswith("=="), cg
+
+
+def test_cache_resident_kernel_is_placed_against_its_cache_roof(profiles):
+    p = profiles(PROBLEMS / "scale_shift.py", "scale_shift_vector", profile_simulate="never")
+    roof = p["roofline"]
+    llc = hardware.last_level_cache(hardware.cpu_spec())
+    if roof["working_set_bytes"] > llc["size_bytes"]:
+        pytest.skip(f"{roof['working_set_bytes'] / 1e6:.1f} MB does not fit this machine's {llc['name']}")
+    # 4 MiB in + 4 MiB out, called again and again: served from a cache, whose roof is above DRAM's.
+    assert roof["roof_level"] != "DRAM" and roof["roof_gbs"] > roof["dram_gbs"]
+    assert _v(p, "roof_gbs") == roof["roof_gbs"] and _v(p, "working_set_bytes") == roof["working_set_bytes"]
+    assert "cache-resident" in [s["label"] for s in p["signals"]]
+    assert f"fits {roof['roof_level']}" in render_profile(p) and "DRAM roof" in render_profile(p)

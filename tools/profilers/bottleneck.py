@@ -108,6 +108,27 @@ def signals_cpu(metrics: dict[str, dict[str, Any]], roof: dict[str, Any] | None,
     return out
 
 
+def ambiguity(metrics: dict[str, dict[str, Any]], roof: dict[str, Any] | None, vect: dict[str, Any] | None,
+              mix: dict[str, Any] | None) -> str:
+    """Why the cheap evidence (time, roofline, static analysis) cannot name the bottleneck, or ""
+    when it can. Then the cache simulation is worth its cost: a vectorized kernel far below its
+    roof may be held back by its access pattern (strided, reused lines evicted), which only cache
+    figures show. Call overhead and scalar code explain a low roof share by themselves."""
+    per_call = _v(metrics, "per_call_ms")
+    if per_call is not None and per_call < OVERHEAD_PER_CALL_MS:
+        return ""
+    if not roof or roof.get("status") != "ok":
+        return "no roofline"
+    if _is_scalar(vect, mix):
+        return ""
+    if roof["bound_by"] == "memory" and roof.get("bandwidth_pct", roof["roofline_pct"]) < FAR_FROM_ROOF_PCT:
+        return (f"vectorized, memory side, {roof.get('bandwidth_pct', roof['roofline_pct']):.0f}% of its "
+                f"{roof.get('roof_level', 'bandwidth')} roof: access pattern unknown")
+    if roof["bound_by"] == "compute" and roof["roofline_pct"] < LOW_ROOF_PCT:
+        return f"vectorized, compute side, {roof['roofline_pct']:.0f}% of the compute roof: locality unknown"
+    return ""
+
+
 def classify_cpu(metrics: dict[str, dict[str, Any]], vect: dict[str, Any] | None, mix: dict[str, Any] | None,
                  roof: dict[str, Any] | None = None) -> tuple[str, str]:
     """Best label the available evidence supports, and the evidence in words."""

@@ -41,6 +41,31 @@ extern "C" void pragma_cg_stop(void) { CALLGRIND_STOP_INSTRUMENTATION; }
 """
 
 
+# Lines of valgrind's own output that say why a run died, most specific first. The last line of
+# the output is usually part of callgrind's summary ("==2== Mispred rate: 0.0%"), not the reason.
+FAILURE_PATTERNS = (
+    re.compile(r"unhandled instruction bytes:.*"),
+    re.compile(r"Process terminating with default action of signal \d+ \(\w+\).*"),
+    re.compile(r"valgrind: .*(?:failed|error|cannot|Fatal|fatal|Unrecognised).*", re.I),
+    re.compile(r"(?:Illegal opcode|Valgrind's memory management: out of memory|out of memory).*", re.I),
+)
+
+
+def failure_reason(output: str) -> str | None:
+    """Valgrind's own reason for a failed run (e.g. an instruction it cannot execute), or None."""
+    lines = [re.sub(r"^==\d+==\s*", "", ln).strip() for ln in output.splitlines()]
+    for pattern in FAILURE_PATTERNS:
+        for i, ln in enumerate(lines):
+            if m := pattern.search(ln):
+                text = m[0]
+                if "unhandled instruction" in text:
+                    text = "valgrind cannot execute an instruction of the kernel (vex: " + text + ")"
+                elif "signal" in text and i + 1 < len(lines) and lines[i + 1].startswith("Illegal opcode"):
+                    text += ": " + lines[i + 1]
+                return text[:240]
+    return None
+
+
 def valgrind_binary() -> str | None:
     return shutil.which("valgrind")
 

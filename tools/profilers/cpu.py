@@ -29,6 +29,7 @@ from pragma.tools.profilers import (
     extra,
     hotspots,
     instruction_mix,
+    mca,
     perf_stat,
     roofline,
     runs,
@@ -44,8 +45,8 @@ MAX_LOOPS_KEPT = 12
 
 
 def _static(build: dict[str, Any], sources: list[str], metrics: dict, notes: list[str],
-            tools: dict) -> tuple[dict | None, dict | None]:
-    vect = mix = None
+            tools: dict, hot_symbols: list[str]) -> tuple[dict | None, dict | None, dict | None]:
+    vect = mix = loop = None
     # A load_inline source includes torch's headers: its report costs a full compile (~40 s).
     flags = vectorization.torch_extension_flags() if build["kind"] == "load_inline" else []
     t0 = time.monotonic()
@@ -72,10 +73,22 @@ def _static(build: dict[str, Any], sources: list[str], metrics: dict, notes: lis
         if vect and vect["vectorized_loops"] and not mix["packed_fp"] and mix["scalar_fp"]:
             notes.append("gcc's report claims vectorized loops but the built binary has no packed FP: "
                          "the candidate's build flags (e.g. -O0) differ from the report's")
+        # The hot loop's throughput on this CPU's model: works where counters and valgrind do not
+        # (AVX-512 binaries included), in well under a second.
+        t0 = time.monotonic()
+        loop = mca.analyse(i["text"], hot_symbols)
+        tools["mca"] = {"status": loop["status"], "wall_s": round(time.monotonic() - t0, 2)}
+        if loop["status"] == "ok":
+            metrics.update(mca.to_metrics(loop))
+            sources.append("llvm-mca hot-loop analysis (static)")
+        else:
+            tools["mca"]["reason"] = loop["reason"]
+            notes.append(f"llvm-mca unavailable: {loop['reason']}")
+            loop = None
     else:
         tools["instruction_mix"]["reason"] = i["reason"]
         notes.append(f"instruction mix unavailable: {i['reason']}")
-    return vect, mix
+    return vect, mix, loop
 
 
 def _timed(tools: dict, name: str, fn: Callable[[], Any]) -> Any:
@@ -170,20 +183,18 @@ def profile_candidate(problem_path: str, code: str, ctx: Context,
     peak = _timed(tools, "peaks", lambda: hardware.peaks(measure=ctx.measure_peaks))
     tools["peaks"]["status"] = peak["status"]
 
-    # 3. The simulation (slow, timing-insensitive) runs in the background of hot spots and static work.
+    # 3. The simulation (callgrind: 30-60 s here, importing torch under valgrind is most of it) runs
+    # only when asked for (profile_simulate=always, a sim_* metric in extra_metrics) or, with
+    # profile_simulate=auto on a machine without counters, when the cheap evidence below leaves
+    # the bottleneck ambiguous. Asked-for runs start now, in the background of the cheap tools.
     mode = ctx.profile_simulate if ctx.profile_simulate in ("auto", "always", "never") else "auto"
-    want_sim = req.force_simulation or mode == "always" or (mode == "auto" and not has_hw)
+    forced = req.force_simulation or mode == "always"
     pool = ThreadPoolExecutor(max_workers=1)
     sim_future = None
-    if not want_sim:
-        tools["callgrind"] = {"status": "skipped", "reason": "hardware counters available" if has_hw
-                              else f"profile_simulate={mode}"}
-    elif not callgrind.valgrind_binary():
-        tools["callgrind"] = {"status": "unavailable", "reason": "valgrind not installed (Debian package valgrind)"}
-        notes.append("no hardware counters and no valgrind: cache behaviour unmeasured")
-    else:
-        sim_started = time.monotonic()
-        kinds = [b.get("kind", "") for b in builds]
+    sim_started = time.monotonic()
+    kinds = [b.get("kind", "") for b in builds]
+    can_sim = callgrind.valgrind_binary() is not None
+    if forced and can_sim:
         sim_future = pool.submit(runs.simulation_run, problem_path, code, ctx, spec, kinds)
 
     hot = None
@@ -201,12 +212,28 @@ def profile_candidate(problem_path: str, code: str, ctx: Context,
             tools["hotspots"].update(status="unavailable", reason=why)
             notes.append(f"hot spots unavailable: {why}")
 
-    vect = mix = None
+    vect = mix = loop = None
     if builds:
-        vect, mix = _static(builds[-1], sources, metrics, notes, tools)
+        so_names = {b["so_path"].rsplit("/", 1)[-1] for b in builds}
+        hot_symbols = [r["symbol"] for r in (hot or {}).get("rows", []) if r["dso"] in so_names]
+        vect, mix, loop = _static(builds[-1], sources, metrics, notes, tools, hot_symbols)
     else:
         notes.append("no compiled kernel found (candidate built nothing through pragma_cext or load_inline)")
     roof = _roofline_part(region, metrics, peak, ctx, notes, sources, unavailable)
+
+    if sim_future is None:
+        ambiguous = bottleneck.ambiguity(metrics, roof, vect, mix)
+        if not can_sim and (forced or (mode == "auto" and not has_hw and ambiguous)):
+            tools["callgrind"] = {"status": "unavailable", "reason": "valgrind not installed (Debian package valgrind)"}
+            notes.append("no hardware counters and no valgrind: cache behaviour unmeasured")
+        elif mode == "auto" and not has_hw and ambiguous:
+            notes.append(f"callgrind run because the cheap evidence is ambiguous: {ambiguous}")
+            sim_started = time.monotonic()
+            sim_future = pool.submit(runs.simulation_run, problem_path, code, ctx, spec, kinds)
+        else:
+            tools["callgrind"] = {"status": "skipped", "reason": (
+                "hardware counters available" if has_hw else f"profile_simulate={mode}" if mode != "auto"
+                else "cheap evidence is unambiguous (ask for a sim_* metric to run it)")}
 
     has_sim = False
     if sim_future is not None:
@@ -235,11 +262,13 @@ def profile_candidate(problem_path: str, code: str, ctx: Context,
     label, why = signals[0] if signals else ("unknown", "no evidence separates the bottlenecks")
     confidence = ("hardware-counters" if has_hw else "simulation" if has_sim
                   else "static" if (vect or mix) else "timing-only")
+    confidence_reason = _confidence_reason(confidence, tools, unavailable, loop)
     if vect:
         vect = {**vect, "loops": vect["loops"][:MAX_LOOPS_KEPT]}
     return {
         "status": "ok", "sources": sources, "confidence": confidence, "metrics": metrics, "roofline": roof,
-        "bottleneck": label, "bottleneck_evidence": why,
+        "confidence_reason": confidence_reason, "bottleneck": label, "bottleneck_evidence": why,
+        "mca": loop or {},
         "signals": [{"label": lab, "evidence": ev} for lab, ev in signals],
         "unavailable": unavailable, "notes": notes, "tools": tools,
         "vectorization": vect or {}, "instruction_mix": mix or {},
@@ -249,11 +278,27 @@ def profile_candidate(problem_path: str, code: str, ctx: Context,
     }
 
 
+def _confidence_reason(confidence: str, tools: dict, unavailable: dict, loop: dict | None) -> str:
+    """Why the profile has this confidence and not a higher one, in words (a reasoned ``static``)."""
+    if confidence == "hardware-counters":
+        return "perf read the CPU's hardware counters over the kernel region"
+    why = ["no hardware counters (perf reports cycles/instructions as not supported)"]
+    sim = tools.get("callgrind", {})
+    if confidence == "simulation":
+        return why[0] + "; callgrind simulated the kernel's caches and branches"
+    why.append(f"callgrind {sim.get('status', 'not run')}: {sim.get('reason', '')}".rstrip(": "))
+    if confidence == "static":
+        why.append("evidence is static (compiler report, instruction mix"
+                   + (", llvm-mca on the hot loop)" if loop else ")") + " plus measured time and roofline")
+    return "; ".join(why)
+
+
 def render_profile(profile: dict[str, Any]) -> str:
     """The profile as prompt text: sources and confidence first, then label, roofline, metrics."""
     if profile.get("status") != "ok":
         return f"profile unavailable: {profile.get('reason', '')}"
-    lines = [f"sources: {', '.join(profile['sources'])}; confidence: {profile['confidence']}",
+    lines = [f"sources: {', '.join(profile['sources'])}; confidence: {profile['confidence']}"
+             + (f" ({profile['confidence_reason']})" if profile.get("confidence_reason") else ""),
              f"bottleneck: {profile['bottleneck']} ({profile.get('bottleneck_evidence', '')})"]
     others = [s for s in profile.get("signals", [])[1:]]
     if others:
@@ -276,5 +321,7 @@ def render_profile(profile: dict[str, Any]) -> str:
         lines.append(vectorization.render(profile["vectorization"]))
     if profile.get("instruction_mix"):
         lines.append(instruction_mix.render(profile["instruction_mix"]))
+    if profile.get("mca"):
+        lines.append(mca.render(profile["mca"]))
     lines += [f"note: {n}" for n in profile.get("notes", [])]
     return "\n".join(lines)

@@ -159,7 +159,8 @@ def simulation_run(problem_path: str, code: str, ctx: Context, spec: dict[str, A
                              timeout_s=(limit, limit), memory_bytes=2 * ctx.memory_limit_bytes, num_threads=1)
         facts["phases_s"] = getattr(outcome, "phases_s", {})
         if outcome.result is None or outcome.result.get("status") != "ok" or not out.exists():
-            return None, facts, notes + [f"callgrind run failed: {_why(outcome)}"]
+            reason = callgrind.failure_reason(outcome.output_tail) or _why(outcome)
+            return None, facts, notes + [f"callgrind run failed: {reason}"]
         res = outcome.result
         # Without the helper every kernel call was collected, caches cold at first.
         facts["calls"] = int(res.get("sim_calls", ctx.callgrind_calls))
