@@ -24,7 +24,7 @@ import numpy as np
 
 from pragma.eval.store import eval_dir
 from pragma.graph.context import Context, data_dir
-from pragma.tools import hardware, sandbox
+from pragma.tools import hardware, sandbox, timing_slot
 
 log = logging.getLogger(__name__)
 CACHE_SCHEMA = """CREATE TABLE IF NOT EXISTS timings (
@@ -71,6 +71,9 @@ def _store(problem_sha: str, num_threads: int, kind: str, result: dict[str, Any]
 
 
 def _sandboxed(problem_path: str, mode: str, ctx: Context, timed_calls: int) -> dict[str, Any]:
+    # The worker holds the machine's timing slot around its timed loop; inside the sandbox it may
+    # only open the slot's file read-only, so the file is created here first.
+    timing_slot.ensure_file()
     inductor = data_dir() / "build" / "inductor"
     inductor.mkdir(parents=True, exist_ok=True)
     request = {"mode": mode, "problem_path": problem_path, "seed": ctx.seed, "num_threads": ctx.num_threads,

@@ -56,6 +56,7 @@ def run(
                 raise UserError("--resume RUN continues a run with its own suite, modes and settings; "
                                 "give only --workers, --ray or --results-db with it")
             run_name = resume
+            harness.ensure_not_running(run_name)  # one line naming the live process, nothing written
         else:
             if suite_dir is None:
                 raise UserError("give a SUITE_DIR, or --resume RUN")
@@ -81,7 +82,7 @@ def run(
         raise typer.Exit(130) from None
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "nothing left to do"
     out.print(f"run {run_name}: {summary}; report with: pragma eval report {run_name}")
-    unfinished = counts.get("error", 0) + counts.get("interrupted", 0)
+    unfinished = counts.get("error", 0) + counts.get("interrupted", 0) + counts.get("locked", 0)
     raise typer.Exit(1 if unfinished else 0)
 
 

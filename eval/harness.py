@@ -7,6 +7,9 @@
   process tree is killed and the job recorded as ``budget_exceeded`` with its best so far.
 - Resumable: ``resume_run`` skips finished jobs and continues the others from their
   checkpoints (interrupted, crashed, killed with the harness, or never started).
+- One live process per run and per job thread (``graph/lock.py``): a second ``--resume`` of a
+  run being advanced is refused with one line; a job whose thread another process advances is
+  left to it (status ``locked``, nothing written).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from pragma.eval.baselines import machine_fingerprint
 from pragma.eval.db import ResultsDB, loads
 from pragma.eval.job import AGENT_MODES, TORCH_COMPILE, JobSpec
 from pragma.eval.suites import load_suite
+from pragma.graph import lock
 from pragma.graph.context import Context, context_to_dict
 
 log = logging.getLogger(__name__)
@@ -141,8 +145,11 @@ class _Progress:
 
     def update(self, db: ResultsDB, run_id: str) -> None:
         if self.tasks:
-            rows = db.query("SELECT problem, mode, COUNT(*) AS n, MAX(CASE WHEN status='ok' THEN speedup END) AS best "
-                            "FROM eval_attempts WHERE run_id=? GROUP BY problem, mode", (run_id,))
+            # "best" is the verifier's last accepted best, never the fastest measurement.
+            rows = db.query("SELECT problem, mode, COUNT(*) AS n, (SELECT b.speedup FROM eval_attempts b WHERE "
+                            "b.run_id=a.run_id AND b.problem=a.problem AND b.mode=a.mode AND b.accepted=1 "
+                            "ORDER BY b.iteration DESC LIMIT 1) AS best FROM eval_attempts a WHERE a.run_id=? "
+                            "GROUP BY a.run_id, a.problem, a.mode", (run_id,))
             for r in rows:
                 if (task := self.tasks.get((r["problem"], r["mode"]))) is not None:
                     best = f"best {r['best']:.2f}x" if r["best"] else "no correct kernel yet"
@@ -166,6 +173,19 @@ def execute(run_id: str, console: Console, *, results_url: str | None = None, wo
             ray_address: str | None = None, ray_runtime_env: dict[str, Any] | None = None) -> dict[str, int]:
     """Run every unfinished job of ``run_id``; returns counts of final statuses."""
     db, run = load_run(run_id, results_url)
+    with lock.hold(lock.eval_run_name(run_id), what="evaluation run", label=run_id):  # before any write
+        return _execute(db, run, console, workers=workers, ray_address=ray_address, ray_runtime_env=ray_runtime_env)
+
+
+def ensure_not_running(run_id: str) -> None:
+    """Raise RunLocked (one line naming the process) when a live process advances ``run_id``."""
+    if (holder := lock.holder(lock.eval_run_name(run_id))) is not None:
+        raise lock.RunLocked(lock.describe(run_id, holder, "evaluation run"))
+
+
+def _execute(db: ResultsDB, run: dict[str, Any], console: Console, *, workers: int | None,
+             ray_address: str | None, ray_runtime_env: dict[str, Any] | None) -> dict[str, int]:
+    run_id = run["run_id"]
     settings = loads(run["settings_json"], {})
     specs, prior = plan(db, run)
     total = len(db.problems(run_id))

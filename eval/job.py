@@ -173,8 +173,23 @@ def _run_torch_compile(spec: JobSpec, db: ResultsDB) -> str:
     return "finished"
 
 
+LOCKED_EXIT = 75  # child_main's exit code when another live process advances the job's thread
+
+
 def run_job(spec: JobSpec) -> str:
-    """Run (or continue) one job to its end; returns the status recorded ('finished' or 'error')."""
+    """Run (or continue) one job to its end; returns the status recorded ('finished' or 'error'),
+    or 'locked' when another live process advances the job's thread (then nothing is written)."""
+    from pragma.graph.lock import RunLocked, hold
+
+    try:
+        with hold(store.thread_id(spec.run_id, spec.mode, spec.problem["name"]), what="evaluation job"):
+            return _run_job_locked(spec)
+    except RunLocked as exc:
+        log.warning("%s", exc)
+        return "locked"
+
+
+def _run_job_locked(spec: JobSpec) -> str:
     db = ResultsDB(spec.results_url)
     db.upsert("eval_problems", {**_base_row(spec), "status": "running", "started_at": time.time(),
                                 "thread_id": store.thread_id(spec.run_id, spec.mode, spec.problem["name"]),
@@ -192,7 +207,8 @@ def child_main(spec: JobSpec) -> int:
     """Entry of a worker process (forked or exec'd)."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     run_setup_hook()
-    return 0 if run_job(spec) == "finished" else 1
+    status = run_job(spec)
+    return 0 if status == "finished" else LOCKED_EXIT if status == "locked" else 1
 
 
 if __name__ == "__main__":

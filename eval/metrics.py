@@ -4,7 +4,11 @@ Conventions (stated in every report):
 - A problem is *solved* by a mode when its run produced an accepted best kernel: verified correct
   (including the held-out re-check) and accepted by the verifier. Its *speedup* is that best's
   speedup over eager PyTorch (median time ratio, same process, interleaved).
-- success rate = solved / problems attempted (failed, crashed and over-budget count as unsolved).
+- Every problem x mode of a run is counted. Only a *finished* job with an accepted best is solved:
+  a job that crashed (error), was killed at its time budget (even one that kept an accepted best),
+  was interrupted, or is still pending or running counts as unsolved, at 1.0x in the all-problems
+  figures (``counts_as_solved``).
+- success rate = solved / problems (failed, crashed, over-budget and unfinished count as unsolved).
 - fast_p = fraction of all problems solved with speedup > p (KernelBench's fast_p); fast_0 is the
   success rate.
 - Speedup means are given two ways: over solved problems only (the paper's "speedup", what a
@@ -34,6 +38,33 @@ class Outcome:
     tokens: float = 0.0
     cost_usd: float = 0.0
     iterations: int = 0
+
+
+def counts_as_solved(status: str, solved: bool) -> bool:
+    """Whether a job's result counts as solved in every figure: finished with an accepted best."""
+    return status == "finished" and bool(solved)
+
+
+def outcomes(rows: list[dict[str, Any]], problems: list[tuple[str, str]], modes: list[str]) -> list[Outcome]:
+    """One Outcome per problem x mode of a run, whatever its job's status.
+
+    ``rows``: eval_problems rows (problem, mode, category, status, solved, best_speedup, tokens...);
+    ``problems``: (name, category) of every problem of the run; ``modes``: every mode of the run.
+    A problem x mode without a row (never recorded) is an unsolved outcome like any other."""
+    by_key = {(r["problem"], r["mode"]): r for r in rows}
+    found = []
+    for name, category in problems:
+        for mode in modes:
+            r = by_key.get((name, mode))
+            if r is None:
+                found.append(Outcome(problem=name, category=category, mode=mode, solved=False, speedup=1.0))
+                continue
+            solved = counts_as_solved(r["status"], bool(r["solved"]))
+            found.append(Outcome(problem=name, category=category, mode=mode, solved=solved,
+                                 speedup=float(r["best_speedup"] or 0.0) if solved else 1.0,
+                                 tokens=float(r.get("input_tokens") or 0.0) + float(r.get("output_tokens") or 0.0),
+                                 cost_usd=float(r.get("cost_usd") or 0.0), iterations=int(r.get("iterations") or 0)))
+    return found
 
 
 def geomean(values: Iterable[float]) -> float | None:

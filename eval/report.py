@@ -22,9 +22,11 @@ from pragma.eval.suites import CATEGORIES
 Table = tuple[list[str], list[list[str]]]
 
 CONVENTIONS = [
-    "**Solved**: the run produced an accepted best kernel (verified correct on fresh and held-out inputs "
-    "and accepted by the verifier). **Success** = solved / problems; failures, crashes and over-budget "
-    "jobs count as unsolved.",
+    "**Solved**: the job finished and produced an accepted best kernel (verified correct on fresh and "
+    "held-out inputs and accepted by the verifier). **Success** = solved / problems. Every problem x mode "
+    "of the run is in every table: anything but a finished, solved job (error, killed at its time budget, "
+    "interrupted, pending, running) counts as unsolved, at 1.0x in the all-problems figures. A job killed "
+    "at its budget shows the verifier's last accepted best in the per-problem table, but counts as unsolved.",
     "**Speedup** = eager PyTorch time / kernel time (medians, interleaved in one process, "
     "`num_threads` threads). *Speedup (solved)*: arithmetic mean over solved problems, as the paper "
     "reports it. *Geomean (all)*: geometric mean over all problems with unsolved ones counted as 1.0x "
@@ -46,12 +48,23 @@ def _pct(value: float) -> str:
     return f"{100 * value:.1f}%"
 
 
-def outcomes_of(problems: list[dict[str, Any]]) -> list[Outcome]:
-    return [Outcome(problem=r["problem"], category=r["category"], mode=r["mode"], solved=bool(r["solved"]),
-                    speedup=float(r["best_speedup"] or 0.0),
-                    tokens=float(r["input_tokens"] or 0.0) + float(r["output_tokens"] or 0.0),
-                    cost_usd=float(r["cost_usd"] or 0.0), iterations=int(r["iterations"] or 0))
-            for r in problems if r["status"] in ("finished", "budget_exceeded")]
+def outcomes_of(problems: list[dict[str, Any]], modes: list[str] | None = None) -> list[Outcome]:
+    """Every problem x mode (``modes``, default: those in the rows), whatever its status."""
+    names = sorted({(r["problem"], r["category"]) for r in problems})
+    modes = modes or list(dict.fromkeys(r["mode"] for r in problems))
+    return metrics.outcomes(problems, names, modes)
+
+
+PENDING = ("pending", "running")
+
+
+def partial_note(problems: list[dict[str, Any]]) -> str:
+    """The report's first-line mark when jobs are still pending or running ("" when none are)."""
+    waiting = [r for r in problems if r["status"] in PENDING]
+    if not waiting:
+        return ""
+    return (f"PARTIAL: {len(waiting)} of {len(problems)} jobs pending or running; they count as unsolved "
+            f"at 1.0x below")
 
 
 def table_one(summaries: dict[str, dict[str, Any]]) -> Table:
@@ -103,7 +116,10 @@ def table_problems(problems: list[dict[str, Any]], modes: list[str], attempts: l
         for mode in modes:
             c = cells.get(mode)
             if c is None:
-                row.append("-")
+                row.append("missing: counted unsolved")
+            elif c["solved"] and c["status"] != "finished":
+                row.append(f"{c['status']}: kept accepted best {c['best_speedup']:.2f}x @{c['best_iteration']}, "
+                           "counted unsolved")
             elif c["solved"]:
                 ci = (f" [{c['best_ci_low']:.2f}-{c['best_ci_high']:.2f}]"
                       if c.get("best_ci_low") is not None and c.get("best_ci_high") is not None else "")
@@ -140,15 +156,17 @@ def build(run_id: str, results_url: str | None = None) -> dict[str, Any]:
     context = loads(run["context_json"], {})
     max_iterations = int(context.get("max_iterations", 15))
     all_modes = modes + ([TORCH_COMPILE] if any(r["mode"] == TORCH_COMPILE for r in problems) else [])
-    outcomes = outcomes_of(problems)
+    outcomes = outcomes_of(problems, all_modes)
     grouped = metrics.by_key(outcomes, "mode")
     summaries = {m: metrics.summarize(grouped.get(m, [])) for m in all_modes}
     per_category = metrics.by_mode_and_category(outcomes)
     per_category = {m: per_category[m] for m in all_modes if m in per_category}
     n_problems = len({r["problem"] for r in problems})
     curves = {}
+    # Curves follow accepted bests of finished jobs only, so they end at Table I's figures.
+    finished = {(r["problem"], r["mode"]) for r in problems if r["status"] == "finished"}
     for mode in modes:
-        rows = [a for a in attempts if a["mode"] == mode]
+        rows = [a for a in attempts if a["mode"] == mode and (a["problem"], mode) in finished]
         curves[mode] = metrics.curve_summary(metrics.best_so_far(rows, max_iterations), n_problems)
     status_counts: dict[str, int] = {}
     for r in problems:
@@ -210,7 +228,8 @@ def _sections(data: dict[str, Any]) -> list[tuple[str, Any]]:
 
 
 def render_markdown(data: dict[str, Any]) -> str:
-    lines = [f"# Evaluation run `{data['run']['run_id']}`", ""]
+    note = partial_note(data["problems"])
+    lines = [f"# Evaluation run `{data['run']['run_id']}`" + (f" ({note})" if note else ""), ""]
     for heading, content in _sections(data):
         lines += [f"## {heading}", ""]
         if isinstance(content, str):
@@ -239,7 +258,9 @@ def _inline_md(text: str) -> str:
 
 
 def render_html(data: dict[str, Any], pngs: dict[str, bytes]) -> str:
-    body = [f"<h1>Evaluation run <code>{html.escape(data['run']['run_id'])}</code></h1>"]
+    note = partial_note(data["problems"])
+    body = [f"<h1>Evaluation run <code>{html.escape(data['run']['run_id'])}</code>"
+            + (f" ({html.escape(note)})" if note else "") + "</h1>"]
     for heading, content in _sections(data):
         body.append(f"<h2>{html.escape(heading)}</h2>")
         if isinstance(content, str):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pragma.eval.db import ResultsDB
-from pragma.eval.job import JobSpec, child_main
+from pragma.eval.job import LOCKED_EXIT, JobSpec, child_main
 
 log = logging.getLogger(__name__)
 _FORK = multiprocessing.get_context("fork")
@@ -103,6 +103,9 @@ def settle(db: ResultsDB, running: Running, *, killed_for_budget: float | None =
     """Record how a job process ended; returns the job's final status in the database."""
     spec = running.spec
     name, mode = spec.key
+    if killed_for_budget is None and not interrupted and running.exit_code() == LOCKED_EXIT:
+        log.warning("%s [%s]: another live process advances this job; left to it", name, mode)
+        return "locked"  # that process owns the job's rows: write nothing
     db.add_wall(spec.run_id, name, mode, running.elapsed_s())
     base = {"run_id": spec.run_id, "problem": name, "mode": mode, "category": spec.problem["category"],
             "path": spec.problem["path"], "sha256": spec.problem["sha256"]}
@@ -123,18 +126,40 @@ def settle(db: ResultsDB, running: Running, *, killed_for_budget: float | None =
     return status
 
 
+def budget_best(state: dict[str, Any], attempt_rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The eval_problems fields of a job killed at its budget: the verifier's last accepted best
+    (state ``best`` from the job's last checkpoint), never an unaccepted or merely faster attempt.
+    ``attempt_rows``: the job's recorded attempts (for the best's CI and the attempt count)."""
+    best = state.get("best") or {}
+    row = next((a for a in attempt_rows if int(a["iteration"]) == int(best.get("iteration", -1))), {})
+    ci = best.get("speedup_ci") or [None, None]
+    iterations = max(int(state.get("iteration", 0) or 0), len(attempt_rows))
+    return {"solved": int(bool(best)), "best_speedup": float(best.get("speedup", 0.0)),
+            "best_iteration": int(best.get("iteration", 0)),
+            "best_ci_low": row.get("ci_low", ci[0]) if best else None,
+            "best_ci_high": row.get("ci_high", ci[1]) if best else None, "iterations": iterations}
+
+
+def _checkpoint_state(spec: JobSpec) -> dict[str, Any]:
+    from pragma.eval import store
+    from pragma.graph.builder import compile_app
+
+    config = {"configurable": {"thread_id": store.thread_id(spec.run_id, spec.mode, spec.problem["name"])}}
+    with store.checkpointer(spec.checkpoint_url) as saver:
+        return compile_app(saver).get_state(config).values or {}
+
+
 def _best_from_attempts(db: ResultsDB, spec: JobSpec) -> None:
-    """A job killed for its budget keeps the best correct attempt it had recorded."""
+    """A job killed for its budget keeps the verifier's last accepted best (see budget_best)."""
     name, mode = spec.key
-    rows = db.query("SELECT iteration, speedup, ci_low, ci_high FROM eval_attempts WHERE run_id=? AND problem=? "
-                    "AND mode=? AND status='ok' ORDER BY speedup DESC", (spec.run_id, name, mode))
-    count = db.query("SELECT COUNT(*) AS n FROM eval_attempts WHERE run_id=? AND problem=? AND mode=?",
-                     (spec.run_id, name, mode))[0]["n"]
-    best = rows[0] if rows else {}
-    db.upsert("eval_problems", {
-        "run_id": spec.run_id, "problem": name, "mode": mode, "solved": int(bool(best)),
-        "best_speedup": float(best.get("speedup") or 0.0), "best_iteration": int(best.get("iteration") or 0),
-        "best_ci_low": best.get("ci_low"), "best_ci_high": best.get("ci_high"), "iterations": int(count)})
+    rows = db.query("SELECT iteration, status, speedup, accepted, ci_low, ci_high FROM eval_attempts WHERE run_id=? "
+                    "AND problem=? AND mode=?", (spec.run_id, name, mode))
+    try:
+        state = {} if spec.mode == "torch.compile" else _checkpoint_state(spec)
+    except Exception as exc:  # an unreadable checkpoint: keep no best rather than guess one
+        log.warning("%s [%s]: checkpoint unreadable after the budget kill: %s", name, mode, exc)
+        state = {}
+    db.upsert("eval_problems", {"run_id": spec.run_id, "problem": name, "mode": mode, **budget_best(state, rows)})
 
 
 def run_supervised(spec: JobSpec, budget_s: float, prior_wall_s: float = 0.0, poll_s: float = 0.5) -> str:

@@ -5,6 +5,8 @@
 verifier's isolation (allowlisted environment, rlimits, namespaces, per-phase deadlines); the
 verifier's own command follows as arguments and only its last one (the request file) is used.
 Protocol as the verifier worker's: phases in ``progress.jsonl``, the answer in ``result.json``.
+The timed loops hold the machine's timing slot (``tools/timing_slot.py``; the launcher creates its
+file and the sandbox passes ``PRAGMA_TIMING_SLOT_PATH``), so they never overlap another timing.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import time
 import traceback
 from pathlib import Path
 from typing import Any
+
+from pragma.tools import timing_slot
 
 
 def _announce(workdir: Path, phase: str) -> None:
@@ -58,8 +62,9 @@ def _per_call_ms(fn, inputs: list[Any], warmup: int, timed: int) -> list[float]:
 def _reference(req: dict[str, Any], workdir: Path) -> dict[str, Any]:
     problem, model = _load(req)
     _announce(workdir, "time")
-    samples = _per_call_ms(model, _inputs(problem, int(req["seed"]) + 2000), int(req["warmup_calls"]),
-                           int(req["timed_calls"]))
+    inputs = _inputs(problem, int(req["seed"]) + 2000)
+    with timing_slot.hold("reference timing"):  # the machine's timing slot (tools/timing_slot.py)
+        samples = _per_call_ms(model, inputs, int(req["warmup_calls"]), int(req["timed_calls"]))
     return {"status": "ok", "ref_ms": statistics.median(samples), "ref_min_ms": min(samples)}
 
 
@@ -88,17 +93,18 @@ def _torch_compile(req: dict[str, Any], workdir: Path) -> dict[str, Any]:
                 return {"status": "mismatch", "reason": f"torch.compile output differs (max abs diff {diff:.3g})"}
     _announce(workdir, "time")
     inputs = _inputs(problem, int(req["seed"]) + 2000)
-    for _ in range(int(req["warmup_calls"])):
-        model(*inputs)
-        compiled(*inputs)
     eager, fast = [], []
-    # Interleaved rounds, so both see the same background load.
-    for i in range(int(req["timed_calls"])):
-        order = ((model, eager), (compiled, fast)) if i % 2 == 0 else ((compiled, fast), (model, eager))
-        for fn, bucket in order:
-            t0 = time.perf_counter_ns()
-            fn(*inputs)
-            bucket.append((time.perf_counter_ns() - t0) / 1e6)
+    with timing_slot.hold("torch.compile timing"):  # compiles stay outside the slot, timings inside
+        for _ in range(int(req["warmup_calls"])):
+            model(*inputs)
+            compiled(*inputs)
+        # Interleaved rounds, so both see the same background load.
+        for i in range(int(req["timed_calls"])):
+            order = ((model, eager), (compiled, fast)) if i % 2 == 0 else ((compiled, fast), (model, eager))
+            for fn, bucket in order:
+                t0 = time.perf_counter_ns()
+                fn(*inputs)
+                bucket.append((time.perf_counter_ns() - t0) / 1e6)
     return {"status": "ok", "eager_samples_ms": eager, "compiled_samples_ms": fast}
 
 

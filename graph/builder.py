@@ -12,6 +12,7 @@ from langgraph.graph import START, StateGraph
 from langgraph.types import RetryPolicy
 
 from pragma.graph.context import Context
+from pragma.graph.lock import one_process
 from pragma.graph.routing import route_after_conductor, route_after_profiler, route_after_verifier
 from pragma.graph.state import InputState, PragmaState
 from pragma.nodes import llm
@@ -29,12 +30,13 @@ LLM_RETRY = RetryPolicy(max_attempts=3, initial_interval=2.0, retry_on=llm.is_tr
 
 def build_graph() -> StateGraph:
     builder = StateGraph(PragmaState, context_schema=Context, input_schema=InputState)
-    builder.add_node("setup", setup)
-    builder.add_node("coder", coder, retry_policy=LLM_RETRY)
-    builder.add_node("verifier", verifier)
-    builder.add_node("repair", repair, retry_policy=LLM_RETRY)
-    builder.add_node("profiler", profiler)
-    builder.add_node("conductor", conductor, retry_policy=LLM_RETRY)
+    # one_process: a node runs only while no other process advances its thread (graph/lock.py).
+    builder.add_node("setup", one_process(setup))
+    builder.add_node("coder", one_process(coder), retry_policy=LLM_RETRY)
+    builder.add_node("verifier", one_process(verifier))
+    builder.add_node("repair", one_process(repair), retry_policy=LLM_RETRY)
+    builder.add_node("profiler", one_process(profiler))
+    builder.add_node("conductor", one_process(conductor), retry_policy=LLM_RETRY)
     builder.add_edge(START, "setup")
     builder.add_edge("setup", "coder")
     builder.add_edge("coder", "verifier")

@@ -177,15 +177,16 @@ def optimize(
 
 @app.command()
 def runs() -> None:
-    """List runs (thread ids), their status and best speedup."""
+    """List runs (thread ids), their status and the verifier's accepted best speedup."""
     from pragma.graph import runs as registry
 
     rows = registry.list_runs()
     if not rows:
         out.print("no runs yet")
         return
-    for r in rows:
-        out.print(f"{r['thread_id']}  {r['status']:<9} best {r['best_speedup']:.3f}x  "
+    for r in registry.with_live_status(rows):
+        best = f"best {r['best_speedup']:.3f}x" if r["best_speedup"] else "no accepted best"
+        out.print(f"{r['thread_id']}  {r['status']:<9} {best}  "
                   f"{r['iterations']} candidates  {r['problem_path']}  -> {r['out_dir']}")
 
 
@@ -231,6 +232,7 @@ def _stopped() -> None:
 def main() -> None:
     signal.signal(signal.SIGTERM, _on_sigterm)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from pragma.graph.lock import RunLocked
     from pragma.nodes.llm import LLMError, describe_error
     from pragma.tools.backends import BackendUnavailable
     from pragma.tools.problem import ProblemError
@@ -244,7 +246,7 @@ def main() -> None:
         sys.exit(code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except (UserError, ProblemError, LLMError, BackendUnavailable) as exc:
+    except (UserError, ProblemError, LLMError, BackendUnavailable, RunLocked) as exc:
         console.print(f"error: {exc}")
         sys.exit(2)
     except KeyboardInterrupt:

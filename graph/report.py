@@ -30,14 +30,20 @@ def render_report(state: dict[str, Any], ctx: Context, thread_id: str) -> str:
              f"{int(usage.get('output_tokens', 0))} tokens out", ""]
     if best:
         lines += [f"## Best: attempt {best['iteration']}, {best['speedup']:.3f}x over PyTorch",
-                  f"{best['runtime_ms']:.4f} ms vs reference {best['ref_runtime_ms']:.4f} ms (medians).", "",
-                  "```", render_profile(best.get("profile") or {}), "```", ""]
+                  f"{best['runtime_ms']:.4f} ms vs reference {best['ref_runtime_ms']:.4f} ms (medians). "
+                  "The best is the verifier's accepted best; best.py holds it.", ""]
+        lines += [f"- attempt {a['iteration']} measured {a['speedup']:.3f}x, {verdict(a, best)}"
+                  for a in state.get("attempts", [])
+                  if a["status"] == "ok" and a["iteration"] != best["iteration"] and a["speedup"] > best["speedup"]]
+        lines += ["", "```", render_profile(best.get("profile") or {}), "```", ""]
     else:
         lines += ["## No correct kernel was found", ""]
     lines += ["## Attempts", "", "| # | origin | status | speedup | runtime ms | ref ms | max abs diff | message |",
               "|---|---|---|---|---|---|---|---|"]
     for a in state.get("attempts", []):
         msg = _first_line(a.get("message", "")).replace("|", "\\|")
+        if a["status"] == "ok":
+            msg = f"{verdict(a, best)}; {msg}" if msg else verdict(a, best)
         lines.append(f"| {a['iteration']} | {a.get('origin', '')} | {a['status']} | {a['speedup']:.3f} | "
                      f"{a['runtime_ms']:.4f} | {a['ref_runtime_ms']:.4f} | {a['max_abs_diff']:.3g} | {msg} |")
     lines += ["", *render_usage(state)]
@@ -46,6 +52,19 @@ def render_report(state: dict[str, Any], ctx: Context, thread_id: str) -> str:
         if entry["role"] != "coder":
             lines += [f"### after attempt {entry['attempt']} ({entry.get('node', entry['role'])})", "", entry["reply"].strip(), ""]
     return "\n".join(lines) + "\n"
+
+
+def verdict(attempt: dict[str, Any], best: dict[str, Any]) -> str:
+    """What became of a correct attempt: the accepted best, once accepted, or not accepted (why)."""
+    if best and attempt["iteration"] == best.get("iteration"):
+        return "the best (accepted by the verifier)"
+    if attempt.get("is_new_best"):
+        return "accepted as best then, since surpassed"
+    if attempt.get("is_new_best") is None:
+        return "no acceptance decision recorded"
+    if attempt.get("is_suspicious"):
+        return "not accepted: the speedup is physically implausible"
+    return "not significantly faster than the best" if best else "not accepted by the verifier"
 
 
 def render_usage(state: dict[str, Any]) -> list[str]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
-from pragma.graph import runs
+from pragma.graph import lock, runs
 from pragma.graph.builder import compile_app
 from pragma.graph.context import Context, context_to_dict
 from pragma.graph.report import write_outputs
@@ -21,7 +21,23 @@ def check_models(ctx: Context) -> None:
     llm.load_chat_model(ctx.conductor_model or ctx.coder_model, role="conductor", timeout_s=ctx.llm_timeout_s)
 
 
-def _progress(console: Console, node: str, update: dict[str, Any], best: dict[str, float]) -> None:
+def _best_text(best: dict[str, Any]) -> str:
+    if not best.get("speedup"):
+        return "no accepted best yet"
+    return f"best {best['speedup']:.3f}x (attempt {best['iteration']})"
+
+
+def not_accepted_reason(result: dict[str, Any], has_best: bool) -> str:
+    """Why a correct attempt did not become the best, in the words progress and report.md use."""
+    acceptance = str(result.get("acceptance") or "")
+    if has_best and ("CI" in acceptance or "not above the best" in acceptance or not acceptance):
+        return "not significantly faster than the best"
+    return acceptance.removeprefix("not accepted: ") or "not accepted by the verifier"
+
+
+def _progress(console: Console, node: str, update: dict[str, Any], best: dict[str, Any]) -> None:
+    """One line per node. "best" is always the verifier's accepted best (state ``best``); a faster
+    measurement the verifier did not accept is shown as such, never as the best."""
     if not isinstance(update, dict):
         return
     if node == "setup":
@@ -32,13 +48,21 @@ def _progress(console: Console, node: str, update: dict[str, Any], best: dict[st
         a = update["attempts"][0]
         text = f"attempt {a['iteration']} ({a['origin']}): {v['status']}"
         if v["status"] == "ok":
-            best["speedup"] = max(best.get("speedup", 0.0), v["speedup"])
             text += f", speedup {v['speedup']:.3f}x ({v['runtime_ms']:.4f} ms vs {v['ref_runtime_ms']:.4f} ms)"
+            decision = v.get("is_new_best")
+            # The profiler crowns exactly what the verifier accepted (keep_best without a decision).
+            if decision or (decision is None and v["speedup"] > best.get("speedup", 0.0)):
+                best.update(speedup=v["speedup"], iteration=a["iteration"])
+                text += ", the new best"
+            else:
+                text += f", {not_accepted_reason(v, bool(best.get('speedup')))}"
         else:
             text += f": {(v['message'].strip().splitlines() or [''])[0][:160]}"
-        console.print(f"{text}; best so far {best.get('speedup', 0.0):.3f}x")
+        console.print(f"{text}; {_best_text(best)}")
     elif node == "profiler":
         p = update["profile"]
+        if update.get("best"):
+            best.update(speedup=update["best"]["speedup"], iteration=update["best"]["iteration"])
         console.print(f"  profile: {p.get('bottleneck', 'unknown')} (confidence {p.get('confidence', 'none')})")
     elif node in ("conductor", "repair"):
         g = update["guidance"]
@@ -48,12 +72,12 @@ def _progress(console: Console, node: str, update: dict[str, Any], best: dict[st
 
 def _execute(thread_id: str, graph_input: Any, ctx: Context, out_dir: Path, console: Console) -> int:
     config = {"configurable": {"thread_id": thread_id}}
-    best: dict[str, float] = {}
+    best: dict[str, Any] = {}
     with runs.checkpointer() as saver:
         app = compile_app(saver)
         prior = app.get_state(config).values.get("best") or {}
         if prior:
-            best["speedup"] = prior.get("speedup", 0.0)
+            best.update(speedup=prior.get("speedup", 0.0), iteration=prior.get("iteration", 0))
         try:
             for chunk in app.stream(graph_input, config, context=ctx, stream_mode="updates", durability="sync"):
                 for node, update in chunk.items():
@@ -81,9 +105,10 @@ def start_run(problem: dict[str, Any], ctx: Context, out_dir: Path | None, conso
     check_models(ctx)
     thread_id = runs.new_thread_id(problem["name"])
     out_dir = (out_dir or Path("pragma-out") / thread_id).resolve()
-    runs.register(thread_id, problem["path"], str(out_dir), context_to_dict(ctx))
-    console.print(f"run {thread_id} (resume with: pragma optimize --resume {thread_id})")
-    return _execute(thread_id, {"problem": {"path": problem["path"]}}, ctx, out_dir, console)
+    with lock.hold(thread_id):
+        runs.register(thread_id, problem["path"], str(out_dir), context_to_dict(ctx))
+        console.print(f"run {thread_id} (resume with: pragma optimize --resume {thread_id})")
+        return _execute(thread_id, {"problem": {"path": problem["path"]}}, ctx, out_dir, console)
 
 
 def replay_run(source_thread: str, out_dir: Path | None, console: Console) -> int:
@@ -99,9 +124,10 @@ def replay_run(source_thread: str, out_dir: Path | None, console: Console) -> in
     check_models(ctx)
     thread_id = f"{source_thread}-replay-{runs.new_thread_id('x').rsplit('-', 1)[-1]}"
     out_dir = (out_dir or Path("pragma-out") / thread_id).resolve()
-    runs.register(thread_id, row["problem_path"], str(out_dir), context_to_dict(ctx))
-    console.print(f"run {thread_id} replays {source_thread} (resume with: pragma optimize --resume {thread_id})")
-    return _execute(thread_id, {"problem": {"path": row["problem_path"]}}, ctx, out_dir, console)
+    with lock.hold(thread_id):
+        runs.register(thread_id, row["problem_path"], str(out_dir), context_to_dict(ctx))
+        console.print(f"run {thread_id} replays {source_thread} (resume with: pragma optimize --resume {thread_id})")
+        return _execute(thread_id, {"problem": {"path": row["problem_path"]}}, ctx, out_dir, console)
 
 
 def resume_run(thread_id: str, console: Console) -> int:
@@ -110,7 +136,9 @@ def resume_run(thread_id: str, console: Console) -> int:
     row = runs.get(thread_id)
     if row is None:
         raise UserError(f"no run with thread id {thread_id!r} (see: pragma runs)")
-    ctx = Context(**json.loads(row["context_json"]))
-    check_models(ctx)
-    console.print(f"resuming run {thread_id}")
-    return _execute(thread_id, None, ctx, Path(row["out_dir"]), console)
+    # Taken before anything else: a second process on a live run writes nothing and calls no model.
+    with lock.hold(thread_id):
+        ctx = Context(**json.loads(row["context_json"]))
+        check_models(ctx)
+        console.print(f"resuming run {thread_id}")
+        return _execute(thread_id, None, ctx, Path(row["out_dir"]), console)

@@ -71,3 +71,33 @@ def get(thread_id: str) -> dict[str, Any] | None:
 def list_runs() -> list[dict[str, Any]]:
     with _db() as conn:
         return [dict(r) for r in conn.execute("SELECT * FROM runs ORDER BY created_at DESC")]
+
+
+def with_live_status(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows as ``pragma runs`` shows them: a run registered as running whose process is gone
+    (no process holds its lock: killed, machine rebooted) reads ``killed``; the best and the
+    candidate count of an unfinished run come from its last checkpoint (the accepted best)."""
+    from pragma.graph import lock
+
+    shown = []
+    for r in rows:
+        r = dict(r)
+        if r["status"] == "running" and lock.holder(r["thread_id"]) is None:
+            r["status"] = "killed"
+        if r["status"] != "finished":
+            state = checkpoint_values(r["thread_id"])
+            if state:
+                r["best_speedup"] = float((state.get("best") or {}).get("speedup", 0.0))
+                r["iterations"] = int(state.get("iteration", 0))
+        shown.append(r)
+    return shown
+
+
+def checkpoint_values(thread_id: str) -> dict[str, Any]:
+    from pragma.graph.builder import compile_app
+
+    if not checkpoint_path().exists():  # reading must not create it
+        return {}
+    with checkpointer() as saver:
+        return compile_app(saver).get_state({"configurable": {"thread_id": thread_id}}).values or {}
+
