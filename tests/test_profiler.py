@@ -397,3 +397,9 @@ def test_cheap_evidence_ambiguity_decides_whether_callgrind_runs():
     assert bottleneck.ambiguity(_m(per_call_ms=16.0), far, None, {"packed_fp": 0, "scalar_fp": 3}) == ""
     assert bottleneck.ambiguity(_m(per_call_ms=0.01), far, None, vec) == ""  # overhead explains it
     assert bottleneck.ambiguity(_m(per_call_ms=1.0), {"status": "unavailable"}, None, vec) == "no roofline"
+
+
+def test_a_scalar_kernel_far_below_any_streaming_rate_is_ambiguous():
+    scalar = {"packed_fp": 0, "scalar_fp": 3}
+    crawl = roofline.compute({"flops": 1e6, "min_bytes": 4e6}, 4e6 / 0.5e9 * 1e3, LEVEL_PEAK, 1)  # 1% of L3
+    assert "access pattern unknown" in bottleneck.ambiguity(_m(per_call_ms=8.0), crawl, None, scalar)

@@ -332,7 +332,7 @@ def measure_peaks(spec: dict[str, Any] | None = None, timeout_s: float = PEAKS_T
         return {"status": "unavailable", "reason": f"peak benchmark printed {run.stdout[-200:]!r}"}
     figures.pop("check", None)
     measured = figures.pop("level_gbs", [])
-    figures["levels"] = [{**lv, "gbs_1t": g1, "gbs_all": ga} for lv, (g1, ga) in zip(levels, measured)]
+    figures["levels"] = [{**lv, "gbs_1t": g1, "gbs_all": ga} for lv, (g1, ga) in zip(levels, measured, strict=True)]
     return {"status": "ok", **figures, "cores": spec["cores"], "triad_array_bytes": array_bytes,
             "measured_s": round(time.monotonic() - t0, 2), "load_avg_1min": round(load, 2),
             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "model": spec["model"]}

@@ -29,6 +29,7 @@ POOR_LOCALITY_TRAFFIC_COMPUTE = 16.0  # ... on the compute side, where reuse is 
 LOW_ROOF_PCT = 10.0  # a compute-side kernel this far below its roof is not compute-bound
 SCALAR_MEMORY_PCT = 50.0  # a scalar memory-side kernel below this share of bandwidth is held back by scalar code
 CACHE_RESIDENT_PCT = 120.0  # above the bandwidth roof: the data comes from a faster level than assumed
+SCALAR_FLOOR_PCT = 5.0  # a scalar memory-side kernel below this share of its roof is more than scalar
 FAR_FROM_ROOF_PCT = 50.0  # a memory-side kernel below this share of its level's roof is not bandwidth-limited
 
 Signal = tuple[str, str]  # (label, evidence)
@@ -119,7 +120,12 @@ def ambiguity(metrics: dict[str, dict[str, Any]], roof: dict[str, Any] | None, v
         return ""
     if not roof or roof.get("status") != "ok":
         return "no roofline"
+    share = roof.get("bandwidth_pct", roof["roofline_pct"])
     if _is_scalar(vect, mix):
+        # A scalar loop still streams about 4 bytes a cycle (>10 GB/s here), a tenth of a cache roof
+        # or more; far below that, scalar code is not the whole story (the access pattern may be).
+        if roof["bound_by"] == "memory" and share < SCALAR_FLOOR_PCT:
+            return f"scalar, yet only {share:.1f}% of its {roof.get('roof_level', 'bandwidth')} roof: access pattern unknown"
         return ""
     if roof["bound_by"] == "memory" and roof.get("bandwidth_pct", roof["roofline_pct"]) < FAR_FROM_ROOF_PCT:
         return (f"vectorized, memory side, {roof.get('bandwidth_pct', roof['roofline_pct']):.0f}% of its "

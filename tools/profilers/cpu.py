@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pragma.graph.context import Context
-from pragma.tools import hardware
+from pragma.tools import hardware, timing_slot
 from pragma.tools.profilers import (
     bottleneck,
     callgrind,
@@ -163,9 +163,13 @@ def profile_candidate(problem_path: str, code: str, ctx: Context,
     if req.want_topdown and not tdown_groups:
         notes.append("top-down metrics requested but perf knows no TopdownL1/PipelineL1 group on this CPU")
 
-    # 1. Counting run first, alone: its per-call time must not share the cores with other runs.
-    region, parsed, run_notes = _timed(tools, "perf_stat", lambda: runs.counting_run(
-        problem_path, code, ctx, perf_stat.default_events(req.events), tdown_groups + req.metric_groups))
+    # 1. Counting run first, alone: its per-call time must not share the cores with other runs, so
+    # it holds the machine's timing slot (other PRAGMA processes' timed phases wait, and it waits
+    # for theirs). The candidate is already built by the verifier: the slot is held for seconds.
+    with timing_slot.hold("profiler counting run") as slot:
+        region, parsed, run_notes = _timed(tools, "perf_stat", lambda: runs.counting_run(
+            problem_path, code, ctx, perf_stat.default_events(req.events), tdown_groups + req.metric_groups))
+    tools["perf_stat"]["timing_slot_waited_s"] = round(slot["waited_s"], 2)
     notes += run_notes
     if region.get("status") != "ok":
         return {"status": "unavailable", "reason": f"profiled run failed: {str(region.get('message', ''))[:300]}",
@@ -180,7 +184,8 @@ def profile_candidate(problem_path: str, code: str, ctx: Context,
     builds = region.get("builds") or []
 
     # 2. Peaks (measured once per machine) before anything runs beside them.
-    peak = _timed(tools, "peaks", lambda: hardware.peaks(measure=ctx.measure_peaks))
+    with timing_slot.hold("machine peaks"):  # measured once per machine; timed like the kernel
+        peak = _timed(tools, "peaks", lambda: hardware.peaks(measure=ctx.measure_peaks))
     tools["peaks"]["status"] = peak["status"]
 
     # 3. The simulation (callgrind: 30-60 s here, importing torch under valgrind is most of it) runs

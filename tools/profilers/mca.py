@@ -150,7 +150,7 @@ def parse(text: str) -> dict[str, Any]:
         if line.startswith("Resource pressure per iteration:") and i + 2 < len(lines):
             keys = re.findall(r"\[([\d.]+)\]", lines[i + 1])
             values = lines[i + 2].split()
-            for key, value in zip(keys, values):
+            for key, value in zip(keys, values, strict=False):  # a wrapped row may be short
                 if value != "-":
                     label = names.get(key, key)
                     pressure[label] = max(pressure.get(label, 0.0), float(value))
