@@ -108,15 +108,15 @@ def _human(state: PragmaState, ctx: Context, fmt: str, spec: dict[str, Any] | No
 
 def _memory_section(ctx: Context, problem: dict) -> str:
     """The most similar verified kernels (knowledge/kernels.py) within ``kernel_memory_tokens``.
-    A shipped seed for this very problem is left out: it would be the answer, not an example."""
+    Kernels for this very problem (shipped or from an earlier run) are left out: they would be the
+    answer, not an example, and would let one eval mode's run hand its result to another's."""
     if not ctx.kernel_memory or ctx.kernel_memory_tokens <= 0 or not problem.get("source"):
         return ""
     try:
         from pragma.knowledge import kernels
 
-        own = kernels.record_id(problem["source"], "kernel")
-        found = [r for r in kernels.query(problem["source"], k=3)
-                 if not (r["origin"] == "seed" and r["id"] == own)]
+        own = {kernels.record_id(problem["source"], fmt) for fmt in ("kernel", "module")}
+        found = [r for r in kernels.query(problem["source"], k=4) if r["id"] not in own]
         text = kernels.render(found, ctx.kernel_memory_tokens)
     except Exception as exc:  # the memory is a help, never a reason to stop a run
         log.warning("kernel memory unavailable: %s", " ".join(str(exc).split())[:200])

@@ -77,11 +77,13 @@ def test_coder_prompt_shows_similar_verified_kernels_but_not_the_answer(monkeypa
 
     seen = _spy(monkeypatch, {"coder": {"1": "```cpp\n// none\n```"}})
     source = (EXAMPLES / "softmax.py").read_text()
+    kernels.add(source=source, name="softmax_from_a_run", code="// run", fmt="module", speedup=2.0)
     state = {"problem": {"name": "softmax", "source": source, "inputs": []}, "iteration": 0}
     coder.coder(state, SimpleNamespace(context=resolve_context(coder_model="scripted:x")))
     section = seen[0][seen[0].index("<verified_kernels"):]
     assert "<verified_kernel " in section
-    assert 'name="softmax"' not in section  # the shipped kernel for this very problem is left out
+    # Kernels for this very problem, shipped or from an earlier run, are left out.
+    assert 'name="softmax"' not in section and "softmax_from_a_run" not in section
     coder.coder(state, SimpleNamespace(context=resolve_context(coder_model="scripted:x", kernel_memory=False)))
     assert "<verified_kernels" not in seen[1]
 
