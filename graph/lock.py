@@ -32,8 +32,11 @@ from typing import Any
 from pragma.graph.context import data_dir
 
 
-class RunLocked(Exception):
-    """Another live process advances this thread: one line naming it, exit code 2 in the CLI."""
+class RunLocked(RuntimeError):
+    """Another live process advances this thread: one line naming it, exit code 2 in the CLI.
+
+    A RuntimeError so that the LangGraph API server shows its message in Studio (it hides the
+    messages of exception types it does not know)."""
 
 
 _held: dict[str, list[int]] = {}  # lock name -> [fd, depth] in this process
