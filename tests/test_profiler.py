@@ -403,3 +403,11 @@ def test_a_scalar_kernel_far_below_any_streaming_rate_is_ambiguous():
     scalar = {"packed_fp": 0, "scalar_fp": 3}
     crawl = roofline.compute({"flops": 1e6, "min_bytes": 4e6}, 4e6 / 0.5e9 * 1e3, LEVEL_PEAK, 1)  # 1% of L3
     assert "access pattern unknown" in bottleneck.ambiguity(_m(per_call_ms=8.0), crawl, None, scalar)
+
+
+def test_poor_locality_fires_on_cache_resident_and_dram_sides_too():
+    strided = _m(per_call_ms=8.0, sim_d1_traffic_ratio=16.0)
+    for ws in (4e6, 64e6):  # fits L3 / exceeds it
+        roof = roofline.compute({"flops": 1e6, "min_bytes": ws}, ws / 0.5e9 * 1e3, LEVEL_PEAK, 1)
+        labels = [lab for lab, _ in bottleneck.signals_cpu(strided, roof, None, {"packed_fp": 0, "scalar_fp": 3})]
+        assert labels[0] == "poor-locality", labels

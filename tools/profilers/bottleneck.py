@@ -87,7 +87,7 @@ def signals_cpu(metrics: dict[str, dict[str, Any]], roof: dict[str, Any] | None,
     traffic = _v(metrics, "sim_d1_traffic_ratio")
     if traffic is not None and side:
         low_compute = side[0] == "compute-bound" and roof["roofline_pct"] < LOW_ROOF_PCT
-        if (side[0] == "memory-bound" and traffic > POOR_LOCALITY_TRAFFIC) or \
+        if (side[0] != "compute-bound" and traffic > POOR_LOCALITY_TRAFFIC) or \
                 (low_compute and traffic > POOR_LOCALITY_TRAFFIC_COMPUTE):
             out.append(("poor-locality", f"L1 fills move {traffic:.1f}x the operation's minimum bytes (simulation)"))
     if (mem := _v(metrics, "topdown_memory_bound_pct")) is not None and side is None:
