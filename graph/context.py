@@ -113,8 +113,9 @@ class Context:
     seed: int = _knob(1234, "Base seed for generated inputs and weights.")
     profile_calls: int = _knob(20, "Kernel calls inside the profiled region.")
     profile_simulate: Literal["auto", "always", "never"] = _knob(
-        "auto", "Callgrind cache/branch simulation of the kernel: auto = only when perf has no hardware "
-        "counters (about 30-60 s per profile), always, or never."
+        "auto", "Callgrind cache/branch simulation of the kernel (about 30-60 s per profile): auto = only when perf "
+        "has no hardware counters and the cheap evidence (time, roofline, static analysis, llvm-mca) leaves the "
+        "bottleneck ambiguous; always; or never. Naming a sim_* metric in extra_metrics runs it for that profile."
     )
     callgrind_calls: int = _knob(
         2, "Kernel calls simulated by callgrind after one warm-up call; fewer when a call is too slow to "
