@@ -95,6 +95,11 @@ class Context:
         0.5, "Minimum warm-up time before timing, seconds: warm-up rounds continue past warmup_calls "
         "until this much time has passed (fresh processes need tens of calls to settle)."
     )
+    acceptance_margin: float = _knob(
+        0.08, "A candidate replaces the best only when the 95% CI of its speedup over the best lies above "
+        "1 + this margin: an identical kernel timed in two runner processes read up to 5% apart on this "
+        "machine (per-process memory placement), so a CI just above 1.0 is not evidence of a gain."
+    )
     prestarted_judge: bool = _knob(
         True, "Fork each verification's judge from a sandboxed process started once per launcher thread "
         "with torch already imported (saves the interpreter start and torch import per candidate). Off: "

@@ -129,3 +129,12 @@ def test_head_to_head_against_the_best(isolated_data_dir, candidate, best, accep
     # Warm-up ran by time as well as by count, and the phases are accounted for.
     assert result["warmup_rounds"] >= 2 and result["warmup_elapsed_s"] >= 0.2
     assert {"static_checks", "startup", "build", "build_best", "check", "time", "recheck"} <= set(result["phases_s"])
+
+
+def test_acceptance_needs_the_margin_over_the_best():
+    """Identical kernels in two runner processes read up to ~5% apart: a CI just above 1.0 is not a gain."""
+    near = ok_result(speedup_vs_best_ci=[1.02, 1.06])
+    assert _accept(near, True, best_speedup=1.5)[0]
+    decision, reason = _accept(near, True, best_speedup=1.5, margin=0.08)
+    assert not decision and "1.080" in reason
+    assert _accept(ok_result(speedup_vs_best_ci=[1.2, 1.4]), True, best_speedup=1.5, margin=0.08)[0]

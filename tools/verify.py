@@ -57,7 +57,8 @@ def request_for(problem_path: str, ctx: Context, mode: str) -> dict[str, Any]:
         "num_threads": ctx.num_threads,
         "atol": ctx.atol, "rtol": ctx.rtol, "correctness_trials": ctx.correctness_trials,
         "warmup_calls": ctx.warmup_calls, "warmup_s": ctx.warmup_s, "timed_calls": ctx.timed_calls,
-        "profile_calls": ctx.profile_calls, "fresh_inputs": ctx.fresh_inputs, **backends.sandbox_request(ctx),
+        "profile_calls": ctx.profile_calls, "fresh_inputs": ctx.fresh_inputs, "acceptance_margin": ctx.acceptance_margin,
+        **backends.sandbox_request(ctx),
     }
 
 
@@ -120,7 +121,7 @@ def _finite(value: Any) -> Any:
     return str(value)
 
 
-def _accept(res: dict[str, Any], has_best: bool, best_speedup: float) -> tuple[bool, str]:
+def _accept(res: dict[str, Any], has_best: bool, best_speedup: float, margin: float = 0.0) -> tuple[bool, str]:
     """Acceptance of a new historical best (issue rule: noise must never crown a kernel)."""
     if res["status"] != "ok":
         return False, f"not accepted: status {res['status']}"
@@ -132,16 +133,13 @@ def _accept(res: dict[str, Any], has_best: bool, best_speedup: float) -> tuple[b
         return True, "accepted: first correct candidate (no best yet)"
     if res["samples_ms"].get("best"):
         low, high = res["speedup_vs_best_ci"]
-        if res.get("extra_batches"):
-            verdict_ok = low > 1.0
-            how = f" after {res['extra_batches']} extra batch(es) of timing"
-            if verdict_ok:
-                return True, (f"accepted{how}: faster than the best, 95% CI of the speedup over it "
-                              f"[{low:.3f}, {high:.3f}] > 1")
-            return False, f"not accepted{how}: 95% CI of the speedup over the best [{low:.3f}, {high:.3f}] includes or is below 1"
-        if low > 1.0:
-            return True, f"accepted: faster than the best, 95% CI of the speedup over it [{low:.3f}, {high:.3f}] > 1"
-        return False, f"not accepted: 95% CI of the speedup over the best [{low:.3f}, {high:.3f}] includes or is below 1"
+        how = f" after {res['extra_batches']} extra batch(es) of timing" if res.get("extra_batches") else ""
+        bar = 1.0 + margin
+        if low > bar:
+            return True, (f"accepted{how}: faster than the best, 95% CI of the speedup over it "
+                          f"[{low:.3f}, {high:.3f}] > {bar:.3f} (1 + acceptance_margin)")
+        return False, (f"not accepted{how}: 95% CI of the speedup over the best [{low:.3f}, {high:.3f}] is not "
+                       f"above {bar:.3f} (1 + acceptance_margin)")
     # The best could not be re-run next to it: compare against its recorded speedup instead.
     low = res["speedup_ci"][0]
     if low > best_speedup:
@@ -211,7 +209,7 @@ def verify_candidate(problem_path: str, code: str, ctx: Context, *, best_code: s
         res["message"] = (f"{res['message']}; speedup {res['speedup']:.3f}x (95% CI {low:.3f}-{high:.3f})"
                           + ("; SUSPICIOUS: faster than the machine's roofs allow (see speedup_plausible)"
                              if res["is_suspicious"] else ""))
-    res["is_new_best"], res["acceptance"] = _accept(res, bool(best_code), best_speedup)
+    res["is_new_best"], res["acceptance"] = _accept(res, bool(best_code), best_speedup, ctx.acceptance_margin)
     res["phases_s"] = {"static_checks": round(static_s, 4), **res["phases_s"],
                        "statistics": round(time.monotonic() - t_stats, 4)}
     return _finite(res)
