@@ -802,6 +802,7 @@ def main(request_path: str) -> int:
     if req.get("backend") == "gpu":
         import triton  # noqa: F401 - imported before the fork: runners then share its import cost
 
+    spawn.prime_torch()  # torch's own lazy imports, before the fork (free when forked from the zygote)
     runners = {"reference": spawn.fork_runner("reference", writable),
                "candidate": spawn.fork_runner("candidate", writable)}
     if (workdir / "best.py").exists():

@@ -124,6 +124,23 @@ class RunnerHandle:
             pass
 
 
+def prime_torch() -> None:
+    """Run torch's lazy imports that a dispatch mode and the FLOP counter trigger (~1.5 s here), once,
+    before forking: every runner then starts with them loaded (the pre-started judge pays it once)."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils.flop_counter import FlopCounterMode
+
+    class _Noop(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    with _Noop():
+        torch.empty(1)
+    with FlopCounterMode(display=False):
+        torch.ones(2, 2) @ torch.ones(2, 2)
+
+
 def fork_runner(role: str, writable: list[str]) -> RunnerHandle:
     parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pid = os.fork()

@@ -83,6 +83,9 @@ def main() -> int:
     import torch  # noqa: F401 - the point of the zygote: imported once
 
     import pragma.tools.judge  # noqa: F401 - and the judge's own modules
+    from pragma.tools import spawn
+
+    spawn.prime_torch()  # torch's lazy imports (dispatch modes, FLOP counter), once for every job
 
     in_pid_ns = "--pid-ns" in sys.argv  # own PID namespace and /proc: strays can be swept
     _send({"ready": True, "pid": os.getpid()})
