@@ -26,6 +26,7 @@ import resource
 import select
 import signal
 import sys
+import time
 
 FILE_SIZE_LIMIT_BYTES = 512 * 2**20  # as sandbox.FILE_SIZE_LIMIT_BYTES (no pragma import before fork)
 
@@ -61,18 +62,35 @@ def _child(job: dict) -> None:
 
 def _sweep(keep: set[int]) -> None:
     """Kill every process of this PID namespace but ``keep`` (the namespace's own /proc)."""
+    killed = []
     for entry in os.listdir("/proc"):
         if entry.isdigit() and int(entry) not in keep:
             try:
                 os.kill(int(entry), signal.SIGKILL)
+                killed.append(int(entry))
             except (ProcessLookupError, PermissionError):
                 pass
+    # SIGKILL is asynchronous: wait (at most 1 s) until each is dead, so the launcher never sees a
+    # process of this job still running after the job's result.
+    deadline = time.monotonic() + 1.0
+    while killed and time.monotonic() < deadline:
+        killed = [p for p in killed if _alive(p)]
+        if killed:
+            time.sleep(0.01)
     while True:  # reap whatever was ours
         try:
             if os.waitpid(-1, os.WNOHANG) == (0, 0):
                 break
         except ChildProcessError:
             break
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except (OSError, IndexError):
+        return False
 
 
 def _send(message: dict) -> None:
