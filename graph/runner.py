@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,17 @@ from pragma.graph.report import write_outputs
 from pragma.nodes import llm
 
 
-def check_models(ctx: Context) -> None:
-    """Fail before any work when a role has no usable model (one-line LLMError)."""
+def check_models(ctx: Context, console: Console | None = None) -> None:
+    """Fail before any work when a role has no usable model (one-line LLMError). Loading the
+    embedded model takes a while on first use: say so rather than sit silent."""
+    start = time.monotonic()
+    local = llm.is_local(ctx.coder_model, "coder") and not ctx.coder_model.startswith("replay:")
+    if local and console is not None:
+        console.print("loading the embedded model (llama.cpp, Qwen2.5-Coder-1.5B) ...")
     llm.load_chat_model(ctx.coder_model, role="coder", timeout_s=ctx.llm_timeout_s)
+    if local and console is not None:
+        console.print(f"embedded model ready in {time.monotonic() - start:.1f} s "
+                      "(a few tokens per second on 2 cores: each call takes minutes)")
     llm.load_chat_model(ctx.conductor_model or ctx.coder_model, role="conductor", timeout_s=ctx.llm_timeout_s)
 
 
@@ -33,6 +42,18 @@ def not_accepted_reason(result: dict[str, Any], has_best: bool) -> str:
     if has_best and ("CI" in acceptance or "not above the best" in acceptance or not acceptance):
         return "not significantly faster than the best"
     return acceptance.removeprefix("not accepted: ") or "not accepted by the verifier"
+
+
+def _call_progress(console: Console, event: Any) -> None:
+    """A model call's start and end (custom stream events from nodes/chat.py): tokens per second."""
+    if not isinstance(event, dict):
+        return
+    if event.get("event") == "llm_call":
+        console.print(f"  {event.get('node')}: asking the {event.get('role')} model (attempt {event.get('attempt')}) ...")
+    elif event.get("event") == "llm_reply":
+        wall_s, tokens = float(event.get("wall_s") or 0.0), float(event.get("output_tokens") or 0.0)
+        rate = f", {tokens / wall_s:.1f} tokens/s" if wall_s > 0 and tokens > 0 else ""
+        console.print(f"  {event.get('node')}: reply after {wall_s:.1f} s ({tokens:.0f} tokens{rate})")
 
 
 def _progress(console: Console, node: str, update: dict[str, Any], best: dict[str, Any]) -> None:
@@ -79,7 +100,11 @@ def _execute(thread_id: str, graph_input: Any, ctx: Context, out_dir: Path, cons
         if prior:
             best.update(speedup=prior.get("speedup", 0.0), iteration=prior.get("iteration", 0))
         try:
-            for chunk in app.stream(graph_input, config, context=ctx, stream_mode="updates", durability="sync"):
+            for mode, chunk in app.stream(graph_input, config, context=ctx, stream_mode=["updates", "custom"],
+                                          durability="sync"):
+                if mode == "custom":
+                    _call_progress(console, chunk)
+                    continue
                 for node, update in chunk.items():
                     _progress(console, node, update, best)
         except BaseException:
@@ -96,13 +121,28 @@ def _execute(thread_id: str, graph_input: Any, ctx: Context, out_dir: Path, cons
     if best_state:
         console.print(f"best: attempt {best_state['iteration']}, {best_state['speedup']:.3f}x over PyTorch")
     else:
-        console.print("no correct kernel found")
+        console.print(f"no correct kernel found: {_why_none(state)}")
     console.print("wrote " + ", ".join(str(p) for p in written))
+    if llm.is_local(ctx.coder_model, "coder") and not ctx.coder_model.startswith("replay:"):
+        console.print("next: point PRAGMA_LLM_BASE_URL (and PRAGMA_CODER_MODEL) at a larger model for faster "
+                      "kernels; compare agents on a suite with: pragma eval run eval/suites/cpu")
     return 0 if best_state else 1
 
 
+def _why_none(state: dict[str, Any]) -> str:
+    """The plain reason a run ended without a kernel: what its last attempt got from the verifier."""
+    attempts = state.get("attempts") or []
+    if not attempts:
+        return "no attempt was made"
+    last = attempts[-1]
+    status = last.get("status") or (last.get("verification") or {}).get("status") or "unknown"
+    message = str(last.get("message") or (last.get("verification") or {}).get("message") or "")
+    first = (message.strip().splitlines() or [""])[0][:160]
+    return f"{len(attempts)} attempt(s), the last one {status}" + (f" ({first})" if first else "")
+
+
 def start_run(problem: dict[str, Any], ctx: Context, out_dir: Path | None, console: Console) -> int:
-    check_models(ctx)
+    check_models(ctx, console)
     thread_id = runs.new_thread_id(problem["name"])
     out_dir = (out_dir or Path("pragma-out") / thread_id).resolve()
     with lock.hold(thread_id):
@@ -121,7 +161,7 @@ def replay_run(source_thread: str, out_dir: Path | None, console: Console) -> in
     settings = json.loads(row["context_json"])
     settings.update(coder_model=f"replay:{source_thread}", conductor_model=f"replay:{source_thread}")
     ctx = Context(**settings)
-    check_models(ctx)
+    check_models(ctx, console)
     thread_id = f"{source_thread}-replay-{runs.new_thread_id('x').rsplit('-', 1)[-1]}"
     out_dir = (out_dir or Path("pragma-out") / thread_id).resolve()
     with lock.hold(thread_id):
@@ -139,6 +179,6 @@ def resume_run(thread_id: str, console: Console) -> int:
     # Taken before anything else: a second process on a live run writes nothing and calls no model.
     with lock.hold(thread_id):
         ctx = Context(**json.loads(row["context_json"]))
-        check_models(ctx)
+        check_models(ctx, console)
         console.print(f"resuming run {thread_id}")
         return _execute(thread_id, None, ctx, Path(row["out_dir"]), console)

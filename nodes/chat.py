@@ -83,11 +83,24 @@ def invoke_with_tools(role: str, ctx: Context, messages: list[BaseMessage], atte
     return reply, update
 
 
+def progress(event: dict[str, Any]) -> None:
+    """Tell whoever streams the graph with ``stream_mode="custom"`` (the CLI's progress lines) what a
+    node is doing while it waits: a small model thinks for minutes. A no-op outside a graph run and
+    for callers that do not ask for custom events (Studio, the eval harness)."""
+    try:
+        from langgraph.config import get_stream_writer
+
+        get_stream_writer()(event)
+    except Exception:  # outside a runnable context: nobody is listening
+        pass
+
+
 def _call(role: str, ctx: Context, spec: str, runnable: Any, messages: list[BaseMessage], attempt: int,
           node: str, tools_bound: bool = False) -> tuple[BaseMessage, Any, str, dict[str, Any]]:
     """The one place a model is called: every call is timed, priced, logged and recorded."""
     parsed = None
     token = recording.current_call.set((node, attempt))
+    progress({"event": "llm_call", "node": node, "role": role, "attempt": attempt})
     start = time.monotonic()
     try:
         reply = runnable.invoke(messages)
@@ -105,6 +118,8 @@ def _call(role: str, ctx: Context, spec: str, runnable: Any, messages: list[Base
     if not text and tool_calls and not tools_bound:  # function_calling structured output: JSON in a tool call
         text = json.dumps(tool_calls[0]["args"])
     usage = {**llm.usage_of(reply, role), "llm_wall_s": wall_s}
+    progress({"event": "llm_reply", "node": node, "role": role, "attempt": attempt, "wall_s": wall_s,
+              "output_tokens": usage["output_tokens"]})
     # An empty spec is the embedded model, or the endpoint's only model (already listed, cached).
     spec = spec or ("local" if llm.is_local(spec, role) else llm.default_spec(role))
     cost = cost_usd(ctx, spec, usage["input_tokens"], usage["output_tokens"])

@@ -112,3 +112,12 @@ def test_unusable_reply_is_quoted_in_repair_prompts_not_the_placeholder(monkeypa
     repair_prompt, coder_prompt = prompts_seen[1:]
     for prompt in (repair_prompt, coder_prompt):
         assert f"Your reply began:\n{prose}" in prompt and "raise SyntaxError" not in prompt
+
+
+def test_a_run_without_a_kernel_says_why_from_its_last_attempt():
+    from pragma.graph.runner import _why_none
+
+    assert _why_none({}) == "no attempt was made"
+    state = {"attempts": [{"status": "compile_error", "message": "x"},
+                          {"status": "mismatch", "message": "max abs diff 0.8\nmore"}]}
+    assert _why_none(state) == "2 attempt(s), the last one mismatch (max abs diff 0.8)"

@@ -66,6 +66,13 @@ def test_resume_after_exception_inside_a_node(tmp_path, isolated_data_dir):
     after = calls(log)[len(before):]
     # The resumed process starts at the conductor: no coder, verifier or repair work is redone.
     assert after[0] == ("conductor", 3) and ("coder", 3) not in after
+    # While a model thinks the CLI says so, and reports each reply's size and rate (the embedded
+    # model takes minutes per call): one pair of lines per finished call.
+    lines = second.stdout.splitlines()
+    asked = [ln for ln in lines if "asking the" in ln and "model (attempt" in ln]
+    replied = [ln for ln in lines if ": reply after " in ln and "tokens" in ln]
+    assert len(asked) == len(after) and len(replied) == len(after), second.stdout
+    assert any("tokens/s" in ln for ln in replied), second.stdout
     assert_no_repeats(log, raised_once=("conductor", 3))
     state = final_state(isolated_data_dir, thread_id)["values"]
     assert [a["iteration"] for a in state["attempts"]] == [1, 2, 3, 4]
