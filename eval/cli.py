@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from pragma.graph.cli import SETTINGS_HELP, UserError, _context, console, out
+from pragma.graph.clikit import SETTINGS_HELP, UserError, console, context, out
 
 eval_app = typer.Typer(add_completion=False, no_args_is_help=True,
                        help="Evaluate agents on benchmark suites (the paper's Table I and figures).")
@@ -60,7 +60,7 @@ def run(
         else:
             if suite_dir is None:
                 raise UserError("give a SUITE_DIR, or --resume RUN")
-            ctx = _context(setting, max_iterations=max_iterations, coder_model=coder_model,
+            ctx = context(setting, max_iterations=max_iterations, coder_model=coder_model,
                            conductor_model=conductor_model)
             if ctx.max_iterations < 1:
                 raise UserError("--max-iterations must be at least 1")

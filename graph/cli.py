@@ -1,82 +1,32 @@
 """The ``pragma`` command line: optimize, verify, profile, runs.
 
-Exit codes: 0 success (a correct kernel), 1 the candidate/run produced no correct kernel,
-2 bad invocation or unusable problem (one-line error, never a traceback).
+Exit codes (graph/clikit.py, the same for every command): 0 success (a correct kernel), 1 the
+candidate/run produced no correct kernel, 2 bad invocation or unusable problem (one line), 130/143 stopped.
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import signal
-import sys
 from pathlib import Path
-from typing import Any
 
 import typer
-from rich.console import Console
 
-from pragma.graph.context import Context, coerce_setting, field_descriptions, resolve_context
+from pragma.eval.cli import eval_app
+from pragma.graph.clikit import (
+    SETTINGS_HELP,
+    UserError,
+    context,
+    out,
+    read_candidate,
+    read_problem,
+    run,
+)
 from pragma.knowledge.cli import knowledge_app
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
                   help="PRAGMA: profile-guided multi-agent kernel optimization.")
 app.add_typer(knowledge_app, name="knowledge")
-# markup=False: messages carry brackets (compiler output, pip extras) that rich would eat.
-console = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
-out = Console(highlight=False, soft_wrap=True, markup=False)
-log = logging.getLogger("pragma")
-
-
-class UserError(Exception):
-    """A mistake in the invocation or input: reported on one line, exit code 2."""
-
-
-def _settings(pairs: list[str]) -> dict[str, Any]:
-    known = field_descriptions()
-    values: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        key = key.strip().replace("-", "_")
-        if not sep or key not in known:
-            raise UserError(f"--set expects KEY=VALUE with KEY one of: {', '.join(known)}")
-        try:
-            values[key] = coerce_setting(key, raw)
-        except ValueError:
-            raise UserError(f"--set {key}: {raw!r} is not a valid {type(getattr(Context(), key)).__name__}") from None
-    return values
-
-
-def _context(pairs: list[str], **explicit: Any) -> Context:
-    try:
-        ctx = resolve_context(**{**_settings(pairs), **{k: v for k, v in explicit.items() if v is not None}})
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
-    from pragma.tools.backends import require
-
-    require(ctx)  # backend=gpu without CUDA (and without TRITON_INTERPRET=1): one line, exit 2
-    return ctx
-
-
-def _read_candidate(path: Path) -> str:
-    if not path.is_file():
-        raise UserError(f"candidate file not found: {path}")
-    try:
-        return path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"cannot read candidate {path}: {exc}") from None
-
-
-def _problem(path: Path) -> dict[str, Any]:
-    from pragma.tools.problem import ProblemError, read_problem
-
-    try:
-        return read_problem(path)
-    except ProblemError as exc:
-        raise UserError(str(exc)) from None
-
-
-SETTINGS_HELP = "Run setting KEY=VALUE (repeatable), any field of Context, e.g. --set timed_calls=50."
+app.add_typer(eval_app, name="eval")
 
 
 @app.command()
@@ -91,10 +41,10 @@ def verify(
     """Compile, check and time CANDIDATE against PROBLEM's reference in the sandbox."""
     from pragma.tools.verify import verify_candidate
 
-    ctx = _context(setting)
-    prob = _problem(problem)
-    code = _read_candidate(candidate)
-    best_code = _read_candidate(best) if best else None
+    ctx = context(setting)
+    prob = read_problem(problem)
+    code = read_candidate(candidate)
+    best_code = read_candidate(best) if best else None
     result = verify_candidate(prob["path"], code, ctx, best_code=best_code)
     if result.get("failed_phase") == "load_problem":
         raise UserError(f"{prob['path']}: the reference fails to load: {result['message'].splitlines()[0][:300]}")
@@ -132,9 +82,9 @@ def profile(
     from pragma.tools.backends import backend_for
     from pragma.tools.profilers.extra import split_names
 
-    ctx = _context(setting)
-    prob = _problem(problem)
-    code = _read_candidate(candidate)
+    ctx = context(setting)
+    prob = read_problem(problem)
+    code = read_candidate(candidate)
     extra = split_names(events)
     backend = backend_for(ctx)
     result = backend.profile(prob["path"], code, ctx, extra)
@@ -168,8 +118,8 @@ def optimize(
     else:
         if problem is None:
             raise UserError("give a PROBLEM file, or --resume THREAD_ID")
-        prob = _problem(problem)
-        ctx = _context(setting, max_iterations=max_iterations, coder_model=coder_model,
+        prob = read_problem(problem)
+        ctx = context(setting, max_iterations=max_iterations, coder_model=coder_model,
                        conductor_model=conductor_model)
         code = runner.start_run(prob, ctx, out_dir, out)
     raise typer.Exit(code)
@@ -195,7 +145,7 @@ def doctor(setting: list[str] = typer.Option([], "--set", help=SETTINGS_HELP)) -
     """Check the LLM endpoint, compiler, perf/valgrind, knowledge store and checkpointer."""
     from pragma.graph.doctor import run_checks
 
-    checks = run_checks(_context(setting))
+    checks = run_checks(context(setting))
     from rich.text import Text
 
     marks = {"ok": ("ok  ", "green"), "warn": ("warn", "yellow"), "fail": ("FAIL", "red")}
@@ -207,67 +157,9 @@ def doctor(setting: list[str] = typer.Option([], "--set", help=SETTINGS_HELP)) -
     raise typer.Exit(1 if any(c.verdict == "fail" for c in checks) else 0)
 
 
-if __name__ != "__main__":  # as __main__, the block at the end runs the importable module instead
-    from pragma.eval.cli import eval_app  # noqa: E402  (imports this module's helpers, so it comes last)
-
-    app.add_typer(eval_app, name="eval")
-
-
-_signals: list[int] = []  # signals received, for the exit code and message
-
-
-def _on_sigterm(signum: int, frame: object) -> None:
-    # Raised where the main thread is, so a run is checkpointed and marked stopped exactly as on
-    # Ctrl-C; the default action would end the process without a word.
-    _signals.append(signum)
-    raise KeyboardInterrupt()
-
-
-def _stopped() -> None:
-    terminated = signal.SIGTERM in _signals
-    console.print(f"{'terminated' if terminated else 'interrupted'} (pragma runs lists the thread ids to resume)")
-    sys.exit(143 if terminated else 130)
-
-
 def main() -> None:
-    signal.signal(signal.SIGTERM, _on_sigterm)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    from pragma.graph.lock import RunLocked
-    from pragma.nodes.llm import LLMError, describe_error
-    from pragma.tools.backends import BackendUnavailable
-    from pragma.tools.problem import ProblemError
-
-    try:
-        # Outside standalone mode click returns a command's exit code instead of exiting, and
-        # typer returns 130 for a KeyboardInterrupt.
-        code = app(standalone_mode=False) or 0
-        if code == 130 or _signals:
-            _stopped()
-        sys.exit(code)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except (UserError, ProblemError, LLMError, BackendUnavailable, RunLocked) as exc:
-        console.print(f"error: {exc}")
-        sys.exit(2)
-    except KeyboardInterrupt:
-        _stopped()
-    except Exception as exc:  # click usage errors and the like
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(2)
-        if isinstance(exc, click.exceptions.Abort):
-            _stopped()
-        if line := describe_error(exc):  # an LLM endpoint failure that outlived the retries
-            console.print(f"error: {line}")
-            sys.exit(2)
-        raise
+    run(app)
 
 
 if __name__ == "__main__":
-    # Run the importable module, not this __main__ copy: the eval and knowledge sub-apps import
-    # pragma.graph.cli's helpers, and a second copy of them would be a circular import.
-    from pragma.graph.cli import main as _main
-
-    _main()
+    main()

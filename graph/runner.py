@@ -13,7 +13,7 @@ from pragma.graph import lock, runs
 from pragma.graph.builder import compile_app
 from pragma.graph.context import Context, context_to_dict
 from pragma.graph.report import write_outputs
-from pragma.nodes import llm
+from pragma.nodes import chat, llm
 
 
 def check_models(ctx: Context, console: Console | None = None) -> None:
@@ -45,7 +45,7 @@ def not_accepted_reason(result: dict[str, Any], has_best: bool) -> str:
 
 
 def _call_progress(console: Console, event: Any) -> None:
-    """A model call's start and end (custom stream events from nodes/chat.py): tokens per second."""
+    """A model call's start and end (events from nodes/chat.py's one call path): tokens per second."""
     if not isinstance(event, dict):
         return
     if event.get("event") == "llm_call":
@@ -100,13 +100,10 @@ def _execute(thread_id: str, graph_input: Any, ctx: Context, out_dir: Path, cons
         if prior:
             best.update(speedup=prior.get("speedup", 0.0), iteration=prior.get("iteration", 0))
         try:
-            for mode, chunk in app.stream(graph_input, config, context=ctx, stream_mode=["updates", "custom"],
-                                          durability="sync"):
-                if mode == "custom":
-                    _call_progress(console, chunk)
-                    continue
-                for node, update in chunk.items():
-                    _progress(console, node, update, best)
+            with chat.listening(lambda event: _call_progress(console, event)):
+                for chunk in app.stream(graph_input, config, context=ctx, stream_mode="updates", durability="sync"):
+                    for node, update in chunk.items():
+                        _progress(console, node, update, best)
         except BaseException:
             state = app.get_state(config).values
             runs.update(thread_id, status="stopped", best_speedup=(state.get("best") or {}).get("speedup", 0.0),
@@ -153,7 +150,7 @@ def start_run(problem: dict[str, Any], ctx: Context, out_dir: Path | None, conso
 
 def replay_run(source_thread: str, out_dir: Path | None, console: Console) -> int:
     """Re-run a recorded run's whole loop against its logged LLM replies (no model is called)."""
-    from pragma.graph.cli import UserError
+    from pragma.graph.clikit import UserError
 
     row = runs.get(source_thread)
     if row is None:
@@ -171,7 +168,7 @@ def replay_run(source_thread: str, out_dir: Path | None, console: Console) -> in
 
 
 def resume_run(thread_id: str, console: Console) -> int:
-    from pragma.graph.cli import UserError
+    from pragma.graph.clikit import UserError
 
     row = runs.get(thread_id)
     if row is None:

@@ -10,18 +10,16 @@ import json
 import logging
 
 import typer
-from rich.console import Console
+
+from pragma.graph.clikit import UserError, out
+from pragma.graph.clikit import console as err
 
 knowledge_app = typer.Typer(add_completion=False, no_args_is_help=True,
                             help="Profiler knowledge compendium (Chroma store): build, query, show.")
-out = Console(highlight=False, soft_wrap=True, markup=False)
-err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 log = logging.getLogger(__name__)
 
 
 def _user_error(message: str) -> Exception:
-    from pragma.graph.cli import UserError  # imported late: graph.cli imports this module
-
     return UserError(message)
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import logging
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +17,7 @@ from pragma.graph.context import Context
 from pragma.nodes import llm, recording
 
 LOG_TEXT_CHARS = 20_000
+log = logging.getLogger(__name__)
 
 
 def model_spec(role: str, ctx: Context) -> str:
@@ -83,16 +87,28 @@ def invoke_with_tools(role: str, ctx: Context, messages: list[BaseMessage], atte
     return reply, update
 
 
-def progress(event: dict[str, Any]) -> None:
-    """Tell whoever streams the graph with ``stream_mode="custom"`` (the CLI's progress lines) what a
-    node is doing while it waits: a small model thinks for minutes. A no-op outside a graph run and
-    for callers that do not ask for custom events (Studio, the eval harness)."""
-    try:
-        from langgraph.config import get_stream_writer
+_listeners: list[Callable[[dict[str, Any]], None]] = []
 
-        get_stream_writer()(event)
-    except Exception:  # outside a runnable context: nobody is listening
-        pass
+
+@contextlib.contextmanager
+def listening(listener: Callable[[dict[str, Any]], None]) -> Iterator[None]:
+    """Have ``listener`` told what a model call in this process is doing while it waits (the CLI's
+    progress lines; a small model thinks for minutes). A plain in-process hook rather than
+    LangGraph's ``custom`` stream mode: that mode runs nodes off the main thread, where Ctrl-C and
+    SIGTERM can no longer interrupt a hung model call."""
+    _listeners.append(listener)
+    try:
+        yield
+    finally:
+        _listeners.remove(listener)
+
+
+def progress(event: dict[str, Any]) -> None:
+    for listener in list(_listeners):
+        try:
+            listener(event)
+        except Exception:  # a progress line must never fail a model call
+            log.debug("progress listener failed", exc_info=True)
 
 
 def _call(role: str, ctx: Context, spec: str, runnable: Any, messages: list[BaseMessage], attempt: int,
