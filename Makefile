@@ -62,8 +62,14 @@ test-local: setup-local
 test-fast: setup
 	$(BIN)/pytest -q -m "not slow"
 
+# The typed contracts: graph state and Context, the judge<->runner protocol, the CLI foundation,
+# the locks. The rest of the code is checked by ruff only (its dynamic torch/LangChain values).
+TYPED := graph/state.py graph/context.py graph/clikit.py graph/lock.py tools/protocol.py tools/timing_slot.py nodes/prompts.py
+
 lint: setup
 	$(BIN)/ruff check graph nodes tools knowledge eval tests
+	$(BIN)/ruff format --check graph nodes tools knowledge eval tests
+	$(BIN)/mypy --follow-imports=silent --ignore-missing-imports --explicit-package-bases $(TYPED)
 
 OVERHEAD_RUN := overhead-$(shell date +%Y%m%d-%H%M%S)
 # The CPU suite in no-profile mode with the scripted model (real kernels, no LLM): the harness's

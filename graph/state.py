@@ -63,15 +63,15 @@ def keep_best(current: Best | None, update: Best | None) -> Best:
     95% CI over it excludes 1.0, so its speedup over the reference may even read lower than the
     best's older measurement. Without a decision (older results), only a strictly faster update wins.
     """
-    current = current or {}
+    current = current or Best()
     if not update:
         return current
     if current and update.get("iteration") == current.get("iteration"):
-        return {**current, **update}
+        return Best(**{**current, **update})
     if "is_new_best" in update:
-        return dict(update) if update["is_new_best"] else current
+        return Best(**update) if update["is_new_best"] else current
     if not current or float(update.get("speedup", 0.0)) > float(current.get("speedup", 0.0)):
-        return dict(update)
+        return Best(**update)
     return current
 
 

@@ -77,7 +77,7 @@ class OutputReply(TypedDict, total=False):
 def send(sock: socket.socket, header: dict[str, Any], fds: list[int] | None = None,
          payload: Any = None) -> None:
     """Judge -> runner (or a small runner reply when ``fds`` and ``payload`` are None)."""
-    body = {"h": header}
+    body: dict[str, Any] = {"h": header}
     if payload is not None:
         body["p"] = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL).hex()
     data = json.dumps(body).encode()
