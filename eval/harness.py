@@ -224,11 +224,11 @@ def _run_local(specs: list[JobSpec], prior: dict[tuple[str, str], float], worker
                 progress.started(spec.key)
             for key, job in list(running.items()):
                 if job.exit_code() is not None:
-                    job.process.join()
+                    job.reap()
                     status = supervise.settle(db, job)
                 elif budget_s and job.prior_wall_s + job.elapsed_s() > budget_s:
                     supervise.kill_tree(job.pid)
-                    job.process.join()
+                    job.reap()
                     status = supervise.settle(db, job, killed_for_budget=budget_s)
                 else:
                     continue
@@ -244,7 +244,7 @@ def _run_local(specs: list[JobSpec], prior: dict[tuple[str, str], float], worker
         # Ctrl-C or an error here: no orphans left computing; the jobs resume from checkpoints.
         for job in running.values():
             supervise.kill_tree(job.pid)
-            job.process.join()
+            job.reap()
             supervise.settle(db, job, interrupted=True)
         raise
     return counts

@@ -1,7 +1,7 @@
 """Worker processes for jobs, and the hard per-problem time budget.
 
 A job runs in its own process (forked: it inherits the parent's setup, e.g. an installed chat
-model; or exec'd, for Ray tasks). Past its budget the whole process tree is killed: the job, the
+model; or exec'd, for Ray tasks and wherever a fork is unsafe, see ``fork_unsafe_reason``). Past its budget the whole process tree is killed: the job, the
 sandboxes it started (those run in sessions of their own, so killing the group is not enough)
 and anything they forked. The tree is collected before anything is killed, because orphans are
 re-parented and could no longer be found.
@@ -66,6 +66,19 @@ def _forked_entry(spec_json: str) -> None:
     sys.exit(child_main(JobSpec.from_json(spec_json)))
 
 
+# Native libraries whose background threads make a forked copy of the process unsafe: a lock one
+# of their threads held at the fork stays held in the child forever. Chroma's Rust core is one: a
+# process that had opened the knowledge store (a Coder node run in-process, a notebook, Studio)
+# forked jobs that hung in their first allocation or import.
+FORK_UNSAFE_MODULES = ("chromadb",)
+
+
+def fork_unsafe_reason() -> str:
+    """Why this process must not fork a job ("" when forking is safe)."""
+    loaded = [m for m in FORK_UNSAFE_MODULES if m in sys.modules]
+    return f"{', '.join(loaded)} is loaded here (its native threads do not survive a fork)" if loaded else ""
+
+
 @dataclass
 class Running:
     spec: JobSpec
@@ -85,9 +98,21 @@ class Running:
             return self.process.poll()
         return None if self.process.is_alive() else self.process.exitcode
 
+    def reap(self) -> None:
+        """Wait for the (exited or killed) process, whichever kind it is."""
+        if isinstance(self.process, subprocess.Popen):
+            self.process.wait()
+        else:
+            self.process.join()
+
 
 def start(spec: JobSpec, prior_wall_s: float, *, exec_python: bool = False) -> Running:
     running = Running(spec, prior_wall_s)
+    if not exec_python and (why := fork_unsafe_reason()):
+        # A fresh interpreter instead: it re-imports (a few seconds) and gets the parent's setup
+        # only through PRAGMA_EVAL_SETUP_HOOK, but it cannot inherit a held lock.
+        log.info("starting %s [%s] as a new interpreter: %s", spec.problem["name"], spec.mode, why)
+        exec_python = True
     if exec_python:
         with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="pragma-job-", delete=False) as f:
             f.write(spec.to_json())

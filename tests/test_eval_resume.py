@@ -79,11 +79,22 @@ BUDGET_S = 40
 
 
 def test_a_job_over_its_budget_is_killed_and_recorded(tmp_path, isolated_data_dir, monkeypatch):
-    script = {"problems": {}, "default": {"coder": {"*": "never answered"}}}
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"problems": {}, "default": {"coder": {"*": "never answered"}}}))
     marker = tmp_path / "hanging"
-    monkeypatch.setattr("pragma.nodes.llm.load_chat_model", scripted_suite.loader_for(script))
+    # The scripted model through the setup hook, which forked and exec'd jobs both run.
+    monkeypatch.setenv("PRAGMA_EVAL_SETUP_HOOK", "scripted_suite:install")
+    monkeypatch.setenv("PRAGMA_EVAL_SCRIPT", str(script))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(EVAL_DATA), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("PRAGMA_TEST_HANG_AT", "leaky_relu:coder:1")
     monkeypatch.setenv("PRAGMA_TEST_HANG_MARKER", str(marker))
+    # This process opens a Chroma store first, as a process that ran a Coder node in-process does:
+    # a job forked from it used to hang in its first allocation (Chroma's native threads), so this
+    # test once failed in CI only after tests/test_eval_modes.py. Jobs must still reach the model.
+    from pragma.knowledge import store as knowledge_store
+
+    knowledge_store.client()
+    assert supervise.fork_unsafe_reason()
     ctx = resolve_context(coder_model="scripted:coder", max_iterations=2)
     run_id = harness.create_run(SUITE, ["single-agent"], ctx, harness.RunSettings(workers=1, problem_budget_s=BUDGET_S),
                                 patterns=["leaky_relu"], run_id="budget")
