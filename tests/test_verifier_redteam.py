@@ -83,6 +83,18 @@ def test_redteam_default_layers(isolated_data_dir, candidate, problem, status, r
     code, result = run_verify(isolated_data_dir, problem, candidate, [a for s in settings for a in ("--set", s)])
     assert_verdict(code, result, status, rule)
     assert not ESCAPE_MARKER.exists()
+    assert_described(candidate, result)
+
+
+def assert_described(candidate: Path, result: dict) -> None:
+    """The optional ``message:`` (a substring of the verdict) and ``stress-used:`` (variants that
+    must have been compared) fields of a fixture."""
+    text = candidate.read_text()
+    if message := _field(text, "message"):
+        assert message in result["message"], result["message"]
+    for name in (_field(text, "stress-used") or "").split(","):
+        if name.strip():
+            assert name.strip() in result["stress"]["used"], result["stress"]
 
 
 @pytest.mark.parametrize("candidate, problem, status, rule, settings", cases("runtime"))

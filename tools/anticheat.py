@@ -149,9 +149,19 @@ THREAD_BUDGET = _rule(
     "time than num_threads cores over its timed calls.")
 TOLERANCE_DISCRIMINATES = _rule(
     "tolerance_discriminates", ("problem",),
-    "If an all-zeros or constant output passes the tolerance against the reference's output (tiny "
-    "outputs against atol), correctness proves nothing; the problem/tolerance pair is rejected "
-    "and reported instead of accepting any kernel.")
+    "If one fixed output (all zeros, a constant, any tensor that ignores the inputs) passes the "
+    "tolerance against every reference output the verifier compared, correctness proves nothing; "
+    "the problem/tolerance pair is rejected and reported instead of accepting any kernel. Judged "
+    "across the trials and the stress variants together, so a scalar loss (nearly constant on "
+    "inputs of one range) is decidable.")
+STRESS_INPUTS = _rule(
+    "stress_inputs", ("runtime",),
+    "Most problems draw inputs from one range (torch.rand: [0, 1)); a kernel right only there (a "
+    "copy for ReLU, a polynomial fitted on [0, 1)) passes every trial. The candidate is also "
+    "compared on the last trial's inputs negated, scaled by 1e-3 and 1e3 and with mixed signs, "
+    "keeping what the problem states (integer, discrete, probability, symmetric, triangular, "
+    "diagonal, positive-definite inputs keep their structure; tools/stress.py). A variant whose "
+    "reference output is not finite is skipped and listed with the reason.")
 SPEEDUP_PLAUSIBLE = _rule(
     "speedup_plausible", ("timing",),
     "A kernel must move at least its inputs and outputs through memory once; a time below that "

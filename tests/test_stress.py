@@ -1,0 +1,134 @@
+"""The stress variants (tools/stress.py) as pure functions: which structure each input is seen
+to have, that every variant keeps it, which references are unusable, the scaled tolerance, and
+when one fixed output would pass every comparison. The verifier's use of them is covered through
+the installed CLI by tests/test_verifier_redteam.py (range_* cheats, honest structured kernels)."""
+
+import pytest
+import torch
+
+from pragma.tools import stress
+
+
+def gen(seed: int = 0) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def variants_of(*masters):
+    variants, skipped = stress.stress_variants(list(masters), gen())
+    return {v["name"]: v["inputs"] for v in variants}, {s["name"]: s["reason"] for s in skipped}
+
+
+def spd(n: int) -> torch.Tensor:
+    a = torch.randn(n, n)
+    return a @ a.T + n * torch.eye(n)
+
+
+@pytest.mark.parametrize("value, structure", [
+    (torch.randint(0, 10, (8, 8)), "integer"),
+    (torch.randint(0, 2, (64,)).float() * 2 - 1, "discrete values"),
+    (torch.randint(0, 5, (64,)).float(), "discrete values"),
+    (torch.softmax(torch.randn(4, 16), dim=-1), "probability rows"),
+    (torch.diag(torch.rand(8) + 0.5), "diagonal"),
+    (torch.tril(torch.rand(8, 8) + 0.1), "lower triangular"),
+    (torch.triu(torch.rand(8, 8) + 0.1), "upper triangular"),
+    (spd(16), "positive definite"),
+    ((lambda a: (a + a.T) / 2)(torch.rand(16, 16)), "symmetric"),  # positive diagonal, not definite
+    (torch.randn(3, 16, 16), ""),
+    (torch.rand(1000, 37), ""),
+    (3, "not a tensor"),
+])
+def test_structure_of_each_kind(value, structure):
+    assert stress.structure_of(value) == structure
+
+
+def test_plain_inputs_get_every_variant_and_the_masters_stay_untouched():
+    x = torch.rand(64, 33)
+    keep = x.clone()
+    got, skipped = variants_of(x)
+    assert set(got) == {"negated", "scaled x1e-03", "scaled x1e+03", "mixed signs"} and not skipped
+    assert torch.equal(x, keep)
+    assert torch.equal(got["negated"][0], -x)
+    assert torch.allclose(got["scaled x1e+03"][0], x * 1e3)
+    mixed = got["mixed signs"][0]
+    assert torch.equal(mixed.abs(), x.abs()) and 0.3 < float((mixed < 0).float().mean()) < 0.7
+
+
+def test_every_variant_keeps_the_structure_the_problem_states():
+    sym = (lambda a: (a + a.T) / 2)(torch.rand(32, 32))
+    masters = [torch.tril(torch.rand(32, 32) + 0.1), torch.triu(torch.rand(32, 32) + 0.1),
+               torch.diag(torch.rand(32) + 0.1), sym, spd(32)]
+    got, _ = variants_of(*masters)
+    assert got["mixed signs"][0].lt(0).any()  # something did change sign
+    for name, inputs in got.items():
+        assert stress._lower(inputs[0]) and stress._upper(inputs[1]) and stress._diagonal(inputs[2]), name
+        assert torch.equal(inputs[3], inputs[3].T), name
+        assert int(torch.linalg.cholesky_ex(inputs[4].double()).info) == 0, f"{name} lost definiteness"
+    assert torch.equal(got["negated"][4], masters[4])  # -A is not positive definite: left as it was
+
+
+def test_labels_indices_and_probabilities_never_change_and_a_variant_with_nothing_to_change_is_skipped():
+    labels = torch.randint(0, 10, (64,))
+    targets = torch.randint(0, 2, (64,)).float() * 2 - 1
+    probs = torch.softmax(torch.randn(64, 10), dim=-1)
+    got, skipped = variants_of(labels, targets, probs, 7)
+    assert not got
+    assert set(skipped) == {"negated", "scaled x1e-03", "scaled x1e+03", "mixed signs"}
+    assert "integer" in skipped["negated"] and "probability rows" in skipped["negated"]
+    preds = torch.rand(64, 10)
+    got, _ = variants_of(preds, labels)
+    for inputs in got.values():
+        assert inputs[1] is labels and not torch.equal(inputs[0], preds)
+
+
+def test_a_reference_outside_its_domain_is_unusable():
+    assert stress.unusable_reference(torch.log(torch.rand(100) + 0.1)) == ""
+    why = stress.unusable_reference(torch.log(-torch.rand(100) - 0.1))
+    assert "100 NaN/Inf" in why
+    assert "output 1" in stress.unusable_reference((torch.ones(3), torch.tensor([1.0, float("inf")])))
+    assert stress.unusable_reference(torch.arange(5)) == ""  # integer outputs are always finite
+
+
+def test_the_variant_tolerance_scales_with_the_output():
+    base = torch.rand(100) * 2.0
+    peak = stress.output_peak(base)
+    assert stress.variant_atol(1e-4, peak, base * 1e6) == pytest.approx(1e-4 * 1e6, rel=1e-6)
+    assert stress.variant_atol(1e-4, peak, base * 1e-6) == pytest.approx(1e-4 * stress.MIN_ATOL_FACTOR)
+    assert stress.variant_atol(1e-4, 0.0, base) == 1e-4  # nothing to scale against
+
+
+def test_a_matmul_summed_in_another_order_passes_a_scaled_variant_at_the_scaled_tolerance():
+    """Why the tolerance scales: rounding grows with the values, and an honest kernel must pass."""
+    a, b = torch.randn(64, 512), torch.randn(512, 64)
+    ref = a @ b
+    honest = (a.double() @ b.double()).float()  # another summation order
+    for s in (1e-3, 1e3):
+        ref_s, honest_s = (a * s) @ (b * s), ((a * s).double() @ (b * s).double()).float()
+        atol = stress.variant_atol(1e-4, stress.output_peak(ref), ref_s)
+        assert torch.allclose(honest_s, ref_s, atol=atol, rtol=1e-4)
+    assert torch.allclose(honest, ref, atol=1e-4, rtol=1e-4)
+
+
+def test_a_scalar_loss_is_decidable_only_across_the_scaled_variants():
+    p, t = torch.rand(1 << 16), torch.rand(1 << 16)
+    trials = [(torch.mean((p - t) ** 2), 1e-2, 1e-2) for _ in range(3)]  # tolerance wide enough to hide draws
+    assert "one fixed output" in stress.degenerate_across(trials)
+    scaled = torch.mean((p * 1e3 - t * 1e3) ** 2)
+    assert stress.degenerate_across([*trials, (scaled, 1e-2, 1e-2)]) == ""
+
+
+def test_degenerate_across_finds_a_single_moving_element_in_a_large_output():
+    a = torch.zeros(1000, 1000)
+    b = a.clone()
+    b[123, 456] = 1.0  # one element outside the 4096-element sample
+    assert stress.degenerate_across([(a, 1e-4, 1e-4), (a.clone(), 1e-4, 1e-4)]) != ""
+    assert stress.degenerate_across([(a, 1e-4, 1e-4), (b, 1e-4, 1e-4)]) == ""
+
+
+def test_degenerate_across_integer_and_shape_changing_outputs():
+    idx = torch.arange(10)
+    assert stress.degenerate_across([(idx, 0.0, 0.0), (idx.clone(), 0.0, 0.0)]) != ""
+    assert stress.degenerate_across([(idx, 0.0, 0.0), (idx.flip(0), 0.0, 0.0)]) == ""
+    assert stress.degenerate_across([(torch.ones(3), 1e-4, 1e-4), (torch.ones(4), 1e-4, 1e-4)]) == ""
+    # Every output must be fixable for a fixed output to pass: one moving output decides.
+    moving = [((torch.ones(3), torch.full((2,), float(v))), 1e-4, 1e-4) for v in (1, 2)]
+    assert stress.degenerate_across(moving) == ""
