@@ -121,16 +121,25 @@ def runs(results_db: str | None = typer.Option(None, "--results-db", help="Resul
 
 
 @eval_app.command("check")
-def check(suite_dir: Path = typer.Argument(..., help="Suite directory."),
-          time_refs: bool = typer.Option(False, "--time", help="Also time each reference at 1 and 2 threads.")) -> None:
-    """Check a suite: every problem loads and no all-zeros/constant output passes the tolerance.
+def check(suite_dir: Path = typer.Argument(..., help="Suite directory (PRAGMA's or a KernelBench checkout)."),
+          overrides: Path | None = typer.Option(None, "--overrides", help="JSON/TOML file overriding module-level size globals."),
+          time_refs: bool = typer.Option(False, "--time", help="Also time each reference at 1 and 2 threads."),
+          json_out: Path | None = typer.Option(None, "--json", help="Write every problem's figures to this JSON file.")) -> None:
+    """Check a suite: every problem loads, and no fixed output (zeros, a constant, anything that
+    ignores the inputs) passes the tolerance on its trials and stress variants.
 
-    Runs the problems in this process: use it on suites you trust."""
+    Exit 1 when a problem cannot load or cannot discriminate. Runs the problems in this process:
+    use it on suites you trust."""
     from pragma.eval import suite_check
 
     _, suite_error = _harness_errors()
     try:
-        code = suite_check.main([str(suite_dir), *(["--time"] if time_refs else [])])
+        figures = suite_check.check_suite(str(suite_dir), str(overrides) if overrides else None, time_refs=time_refs,
+                                          on_problem=lambda p, res: suite_check.render_row(p, res, out))
     except suite_error as exc:
         raise UserError(str(exc)) from None
+    line, code = suite_check.summary(figures)
+    out.print(line, soft_wrap=True)
+    if json_out:
+        suite_check.write_json(json_out, figures)
     raise typer.Exit(code)

@@ -78,3 +78,35 @@ def test_report_and_runs_listing(monkeypatch, capsys, tmp_path):
     assert "unsolved: mismatch, mismatch, mismatch" in md
     code, out, _ = pragma(monkeypatch, capsys, "eval", "runs")
     assert code == 0 and "r1" in out and "4 finished" in out  # 2 problems x (pragma + baseline)
+
+
+ADVERSARIAL_PROBLEMS = ROOT / "tests" / "data" / "adversarial" / "problems"
+
+
+def test_eval_check_prints_each_problem_and_fails_only_on_an_undecidable_or_broken_one(monkeypatch, capsys, tmp_path):
+    code, out, err = pragma(monkeypatch, capsys, "eval", "check", str(ADVERSARIAL_PROBLEMS), "--json",
+                            str(tmp_path / "check.json"))
+    lines = {line.split()[0]: line for line in out.splitlines() if line.strip()}
+    assert code == 1, out + err
+    assert "not decidable: one fixed output passes" in lines["tiny_softmax"]
+    # A scalar that is 1.0 on every torch.rand draw: decidable, and only through the stress variants.
+    assert lines["fraction_nonnegative"].endswith("decidable with the stress variants only")
+    assert lines["relu_rand"].endswith("decidable")
+    assert out.strip().splitlines()[-1] == ("8 problems: 7 decidable (2 only with the stress variants), "
+                                            "1 not decidable, 0 failed to load")
+    figures = json.loads((tmp_path / "check.json").read_text())
+    assert figures["symmetric_matmul"]["structures"] == ["symmetric", "symmetric"]
+    assert figures["symmetric_matmul"]["stress_used"] == ["negated", "scaled x1e-03", "scaled x1e+03", "mixed signs"]
+
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    for name in ("relu_rand", "mse_rand"):
+        (suite / f"{name}.py").write_text((ADVERSARIAL_PROBLEMS / f"{name}.py").read_text())
+    code, out, _ = pragma(monkeypatch, capsys, "eval", "check", str(suite))
+    assert code == 0 and out.strip().splitlines()[-1].startswith("2 problems: 2 decidable"), out
+    (suite / "broken.py").write_text((ADVERSARIAL_PROBLEMS / "relu_rand.py").read_text()
+                                     .replace("torch.rand(batch_size, dim)", "torch.rand(batch_size, dim) @ 3"))
+    code, out, _ = pragma(monkeypatch, capsys, "eval", "check", str(suite))
+    assert code == 1 and "cannot load: TypeError" in out and "1 failed to load" in out, out
+    code, _, err = pragma(monkeypatch, capsys, "eval", "check", str(tmp_path / "nowhere"))
+    assert code == 2 and "suite directory not found" in err

@@ -81,12 +81,15 @@ def test_cpu_suite_reference_timings_were_recorded_in_range():
 
 def test_no_cpu_suite_problem_is_passed_by_a_constant_output():
     """Proof for every problem: an all-zeros output (or the output's mean everywhere) fails
-    atol=rtol=1e-4 on the verifier's first seeded inputs."""
+    atol=rtol=1e-4 on the verifier's first seeded inputs, and no fixed output passes the trials
+    and the stress variants together (the verifier's tolerance_discriminates rule)."""
     failures = {}
     for p in load_suite(CPU_SUITE):
-        found = check_problem(p.path)["degenerate"]
-        if found:
-            failures[p.name] = found
+        res = check_problem(p.path)
+        if res["degenerate"] or not res["decidable"] or res["needs_stress"]:
+            failures[p.name] = (res["degenerate"], res["why"])
+        # Every problem with a float input gets at least one variant (embedding_lookup has only indices).
+        assert res["stress_used"] or res["structures"] == ["integer"], (p.name, res["stress_skipped"])
     assert not failures
 
 

@@ -73,7 +73,7 @@ ESCAPED_BURNER = RELU_FAST.replace('''    def forward(self, x):
         x = x.contiguous()''', '''    def forward(self, x):
         import os, time
         self.calls = getattr(self, "calls", 0) + 1
-        if self.calls == 5 and os.fork() == 0:
+        if self.calls == 12 and os.fork() == 0:  # past the correctness calls (trials, probes, stress)
             os.setsid()
             if os.fork() == 0:
                 end = time.time() + 4

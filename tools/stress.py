@@ -277,7 +277,8 @@ def degenerate_across(judged: list[tuple[Any, float, float]]) -> str:
         # A few thousand evenly spread elements settle almost every real output at once; only an
         # output that looks fixed there is checked element by element.
         n = first.numel()
-        sample = torch.linspace(0, n - 1, min(n, SAMPLE_ELEMENTS)).long() if n > SAMPLE_ELEMENTS else None
+        sample = (torch.linspace(0, n - 1, SAMPLE_ELEMENTS, dtype=torch.float64).long().clamp_(max=n - 1)
+                  if n > SAMPLE_ELEMENTS else None)
         if (sample is not None and _moves(refs, sample)) or _moves(refs, None):
             return ""  # this output leaves every single value's tolerance somewhere: a fixed output fails
     return (f"one fixed output passes all {len(judged)} comparisons (every output stays within the "
