@@ -51,11 +51,22 @@ def cases(layer: str) -> list:
     return out
 
 
+SECRET_MARKER = "sk-pragma-redteam-secret-5150"
+
+
 def run_verify(data_dir: Path, problem: Path, candidate: Path, extra: list[str]) -> tuple[int, dict]:
+    # A fixture's `secret:` names a variable the launcher holds (as a real run holds its API key):
+    # its value must come back in no output, log or result.
+    secret = _field(candidate.read_text(), "secret")
+    env = pragma_env(data_dir, **({secret: SECRET_MARKER} if secret else {}))
     proc = subprocess.run([*PRAGMA, "verify", str(problem), str(candidate),
-                           "--json", *QUICK, *extra], env=pragma_env(data_dir), capture_output=True, text=True,
+                           "--json", *QUICK, *extra], env=env, capture_output=True, text=True,
                           timeout=600)
     assert proc.stdout.strip(), proc.stderr
+    if secret:
+        assert SECRET_MARKER not in proc.stdout + proc.stderr, f"{secret} leaked to the candidate"
+        leaked = [str(f) for f in data_dir.rglob("*") if f.is_file() and SECRET_MARKER.encode() in f.read_bytes()]
+        assert not leaked, f"{secret} found in {leaked}"
     return proc.returncode, json.loads(proc.stdout)
 
 
@@ -118,5 +129,10 @@ def test_suite_covers_every_hack_named_in_the_issue():
     assert len(names) >= 12
     for hack in ("reuse_freed_output", "mutate_inputs", "zeros_tiny_output", "cache_across_calls",
                  "background_thread", "patch_timer", "patch_torch", "half_precision", "torch_op",
-                 "try_fallback", "subclass_model", "lazy_tensor", "fork_process", "write_outside", "fill_memory"):
+                 "try_fallback", "subclass_model", "lazy_tensor", "fork_process", "write_outside", "fill_memory",
+                 # issue 11: the verifier's own code, watched-only behaviour, memos, secrets, libc
+                 "patch_verifier_modules", "switch_after_first_call", "memo_pointer_samples", "read_secrets",
+                 "libc_escape",
+                 # issue 12: right only on the sampled range; a constant scalar
+                 "range_copy_relu", "range_gelu_polynomial", "range_clamped_table", "constant_scalar"):
         assert hack in names
