@@ -36,8 +36,13 @@ COMPILE_TIMED_CALLS = 30
 
 def machine_fingerprint() -> dict[str, Any]:
     spec = hardware.cpu_spec()
-    return {"host": platform.node(), "cpu": spec.get("model"), "cores": spec.get("cores"),
-            "simd": spec.get("simd"), "torch": importlib.metadata.version("torch")}
+    return {
+        "host": platform.node(),
+        "cpu": spec.get("model"),
+        "cores": spec.get("cores"),
+        "simd": spec.get("simd"),
+        "torch": importlib.metadata.version("torch"),
+    }
 
 
 def machine_id() -> str:
@@ -53,8 +58,10 @@ def _cache() -> sqlite3.Connection:
 def cached(problem_sha: str, num_threads: int, kind: str) -> dict[str, Any] | None:
     conn = _cache()
     try:
-        row = conn.execute("SELECT result_json FROM timings WHERE machine=? AND problem_sha=? AND num_threads=? "
-                           "AND kind=?", (machine_id(), problem_sha, num_threads, kind)).fetchone()
+        row = conn.execute(
+            "SELECT result_json FROM timings WHERE machine=? AND problem_sha=? AND num_threads=? AND kind=?",
+            (machine_id(), problem_sha, num_threads, kind),
+        ).fetchone()
     finally:
         conn.close()
     return json.loads(row[0]) if row else None
@@ -64,8 +71,10 @@ def _store(problem_sha: str, num_threads: int, kind: str, result: dict[str, Any]
     conn = _cache()
     try:
         with conn:
-            conn.execute("INSERT OR REPLACE INTO timings VALUES (?,?,?,?,?,?)",
-                         (machine_id(), problem_sha, num_threads, kind, json.dumps(result), time.time()))
+            conn.execute(
+                "INSERT OR REPLACE INTO timings VALUES (?,?,?,?,?,?)",
+                (machine_id(), problem_sha, num_threads, kind, json.dumps(result), time.time()),
+            )
     finally:
         conn.close()
 
@@ -76,12 +85,22 @@ def _sandboxed(problem_path: str, mode: str, ctx: Context, timed_calls: int) -> 
     timing_slot.ensure_file()
     inductor = data_dir() / "build" / "inductor"
     inductor.mkdir(parents=True, exist_ok=True)
-    request = {"mode": mode, "problem_path": problem_path, "seed": ctx.seed, "num_threads": ctx.num_threads,
-               "atol": ctx.atol, "rtol": ctx.rtol, "warmup_calls": max(3, ctx.warmup_calls),
-               "timed_calls": timed_calls}
+    request = {
+        "mode": mode,
+        "problem_path": problem_path,
+        "seed": ctx.seed,
+        "num_threads": ctx.num_threads,
+        "atol": ctx.atol,
+        "rtol": ctx.rtol,
+        "warmup_calls": max(3, ctx.warmup_calls),
+        "timed_calls": timed_calls,
+    }
     outcome = sandbox.run_worker(
-        request, compile_timeout_s=ctx.compile_timeout_s, run_timeout_s=ctx.run_timeout_s,
-        memory_limit_bytes=ctx.memory_limit_bytes, num_threads=ctx.num_threads,
+        request,
+        compile_timeout_s=ctx.compile_timeout_s,
+        run_timeout_s=ctx.run_timeout_s,
+        memory_limit_bytes=ctx.memory_limit_bytes,
+        num_threads=ctx.num_threads,
         # Inductor's cache outlives the sandbox; one compile thread: no worker pool on 2 cores.
         extra_env={"TORCHINDUCTOR_CACHE_DIR": str(inductor), "TORCHINDUCTOR_COMPILE_THREADS": "1"},
         command_prefix=[sys.executable, "-m", "pragma.eval.timing_worker"],
@@ -126,8 +145,13 @@ def torch_compile_baseline(problem_path: str, problem_sha: str, ctx: Context) ->
     raw = _sandboxed(problem_path, "torch_compile", ctx, COMPILE_TIMED_CALLS)
     if raw.get("status") == "ok":
         eager, fast = raw["eager_samples_ms"], raw["compiled_samples_ms"]
-        result = {"status": "ok", "eager_ms": statistics.median(eager), "compiled_ms": statistics.median(fast),
-                  "speedup": statistics.median(eager) / statistics.median(fast), "speedup_ci": list(ratio_ci(eager, fast))}
+        result = {
+            "status": "ok",
+            "eager_ms": statistics.median(eager),
+            "compiled_ms": statistics.median(fast),
+            "speedup": statistics.median(eager) / statistics.median(fast),
+            "speedup_ci": list(ratio_ci(eager, fast)),
+        }
     else:
         result = {"status": raw.get("status", "unavailable"), "reason": raw.get("reason", "unknown")}
         log.info("torch.compile baseline for %s: %s: %s", problem_path, result["status"], result["reason"])

@@ -119,8 +119,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description="Time new-source-to-verified-result for the pragma_cext fast path and load_inline.",
     )
     parser.add_argument("--sources", type=int, default=5, help="distinct sources per path (default 5)")
-    parser.add_argument("--skip-load-inline", action="store_true",
-                        help="time only the fast path (load_inline takes ~70 s per source here)")
+    parser.add_argument(
+        "--skip-load-inline",
+        action="store_true",
+        help="time only the fast path (load_inline takes ~70 s per source here)",
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
     if args.sources < 1:
@@ -133,8 +136,10 @@ def load_avg() -> list[float]:
 
 
 def fail(row: dict[str, Any], result: dict[str, Any]) -> None:
-    print(f"\n{row['path']} source {row['source']} ended with status {result['status']!r}: "
-          f"{result['message']}", file=sys.stderr)
+    print(
+        f"\n{row['path']} source {row['source']} ended with status {result['status']!r}: {result['message']}",
+        file=sys.stderr,
+    )
     print((result.get("log_tail") or "")[-3000:], file=sys.stderr)
 
 
@@ -156,9 +161,11 @@ def main(argv: list[str] | None = None) -> int:
     load_start = load_avg()
     rows: list[dict[str, Any]] = []
     fast_sources: list[str] = []
-    print(f"problem {PROBLEM_PATH}\ndata dir {data_dir}\ncpus {os.cpu_count()}, "
-          f"num_threads {ctx.num_threads}, compile_timeout_s {ctx.compile_timeout_s:.0f}, "
-          f"timed_calls {ctx.timed_calls}, correctness_trials {ctx.correctness_trials}")
+    print(
+        f"problem {PROBLEM_PATH}\ndata dir {data_dir}\ncpus {os.cpu_count()}, "
+        f"num_threads {ctx.num_threads}, compile_timeout_s {ctx.compile_timeout_s:.0f}, "
+        f"timed_calls {ctx.timed_calls}, correctness_trials {ctx.correctness_trials}"
+    )
     print(f"load average at start (1/5/15 min): {load_start}\n")
     print(f"{'#':>2}  {'source':>6}  {'path':<6}  {'wall_s':>8}  {'verifier_s':>10}  {'speedup':>7}  status")
     try:
@@ -170,13 +177,21 @@ def main(argv: list[str] | None = None) -> int:
                 t0 = time.monotonic()
                 result = verify_candidate(str(PROBLEM_PATH), code, ctx)
                 wall_s = time.monotonic() - t0
-                row = {"source": i, "path": path, "wall_s": round(wall_s, 3),
-                       "verifier_wall_s": round(result["wall_s"], 3), "status": result["status"],
-                       "speedup": round(result["speedup"], 3),
-                       "build_kinds": [b.get("kind") for b in result.get("builds", [])]}
+                row = {
+                    "source": i,
+                    "path": path,
+                    "wall_s": round(wall_s, 3),
+                    "verifier_wall_s": round(result["wall_s"], 3),
+                    "status": result["status"],
+                    "speedup": round(result["speedup"], 3),
+                    "build_kinds": [b.get("kind") for b in result.get("builds", [])],
+                }
                 rows.append(row)
-                print(f"{len(rows):>2}  {i:>6}  {path:<6}  {wall_s:>8.2f}  {result['wall_s']:>10.2f}  "
-                      f"{result['speedup']:>7.2f}  {result['status']}", flush=True)
+                print(
+                    f"{len(rows):>2}  {i:>6}  {path:<6}  {wall_s:>8.2f}  {result['wall_s']:>10.2f}  "
+                    f"{result['speedup']:>7.2f}  {result['status']}",
+                    flush=True,
+                )
                 if result["status"] != "ok":
                     fail(row, result)
                     return 1
@@ -190,10 +205,20 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.monotonic()
             cached = verify_candidate(str(PROBLEM_PATH), code, ctx)
             wall_s = time.monotonic() - t0
-            cached_rows.append({"source": i, "path": "fast (cached)", "wall_s": round(wall_s, 3),
-                                "verifier_wall_s": round(cached["wall_s"], 3), "status": cached["status"]})
-            print(f"{'':>2}  {i:>6}  {'fast*':<6}  {wall_s:>8.2f}  {cached['wall_s']:>10.2f}  "
-                  f"{cached['speedup']:>7.2f}  {cached['status']}", flush=True)
+            cached_rows.append(
+                {
+                    "source": i,
+                    "path": "fast (cached)",
+                    "wall_s": round(wall_s, 3),
+                    "verifier_wall_s": round(cached["wall_s"], 3),
+                    "status": cached["status"],
+                }
+            )
+            print(
+                f"{'':>2}  {i:>6}  {'fast*':<6}  {wall_s:>8.2f}  {cached['wall_s']:>10.2f}  "
+                f"{cached['speedup']:>7.2f}  {cached['status']}",
+                flush=True,
+            )
             if cached["status"] != "ok":
                 fail(cached_rows[-1], cached)
                 return 1
@@ -205,12 +230,21 @@ def main(argv: list[str] | None = None) -> int:
     median_s = {p: statistics.median(r["wall_s"] for r in rows if r["path"] == p) for p in paths}
     cached_s = statistics.median(r["wall_s"] for r in cached_rows)
     figures: dict[str, Any] = {
-        "problem": str(PROBLEM_PATH), "sources_per_path": args.sources, "cpus": os.cpu_count(),
-        "context": {"num_threads": ctx.num_threads, "compile_timeout_s": ctx.compile_timeout_s,
-                    "timed_calls": ctx.timed_calls, "correctness_trials": ctx.correctness_trials},
-        "load_avg_start": load_start, "load_avg_end": load_end, "rows": rows,
+        "problem": str(PROBLEM_PATH),
+        "sources_per_path": args.sources,
+        "cpus": os.cpu_count(),
+        "context": {
+            "num_threads": ctx.num_threads,
+            "compile_timeout_s": ctx.compile_timeout_s,
+            "timed_calls": ctx.timed_calls,
+            "correctness_trials": ctx.correctness_trials,
+        },
+        "load_avg_start": load_start,
+        "load_avg_end": load_end,
+        "rows": rows,
         "median_fast_s": round(median_s["fast"], 3),
-        "cached_rows": cached_rows, "median_fast_cached_reverify_s": round(cached_s, 3),
+        "cached_rows": cached_rows,
+        "median_fast_cached_reverify_s": round(cached_s, 3),
         # What the first build of a fast source adds on top of the verifier's own cost.
         "fast_build_overhead_s": round(median_s["fast"] - cached_s, 3),
     }

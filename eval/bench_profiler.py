@@ -37,11 +37,17 @@ CASES = [
     ("matmul_fast", EXAMPLES / "matmul.py", FIXTURES / "candidates" / "matmul_fast.py"),
     ("scale_shift_vector", FIXTURES / "problems" / "scale_shift.py", FIXTURES / "candidates" / "scale_shift_vector.py"),
     ("scale_shift_scalar", FIXTURES / "problems" / "scale_shift.py", FIXTURES / "candidates" / "scale_shift_scalar.py"),
-    ("column_sum_contiguous", FIXTURES / "problems" / "column_sum.py",
-     FIXTURES / "candidates" / "column_sum_contiguous.py"),
+    (
+        "column_sum_contiguous",
+        FIXTURES / "problems" / "column_sum.py",
+        FIXTURES / "candidates" / "column_sum_contiguous.py",
+    ),
     ("column_sum_strided", FIXTURES / "problems" / "column_sum.py", FIXTURES / "candidates" / "column_sum_strided.py"),
-    ("scale_shift_avx2_intrinsics", FIXTURES / "problems" / "scale_shift.py",
-     FIXTURES / "candidates" / "scale_shift_avx2_intrinsics.py"),
+    (
+        "scale_shift_avx2_intrinsics",
+        FIXTURES / "problems" / "scale_shift.py",
+        FIXTURES / "candidates" / "scale_shift_avx2_intrinsics.py",
+    ),
 ]
 TOOLS = ("perf_stat", "hotspots", "callgrind", "vectorization", "mca", "peaks")
 
@@ -57,18 +63,36 @@ def _labels(profile: dict[str, Any]) -> set[str]:
 # (pair, case a, case b, test on the two profiles, what it checks): the distinctions
 # tests/test_profiler_real.py makes, here under the default settings (callgrind on demand only).
 DIAGNOSES = [
-    ("vectorized vs scalar", "scale_shift_vector", "scale_shift_scalar",
-     lambda a, b: (_v(a, "widest_vector_bits") or 0) >= 256 and _v(b, "widest_vector_bits") == 0,
-     "widest_vector_bits >= 256 vs 0"),
-    ("contiguous vs strided", "column_sum_contiguous", "column_sum_strided",
-     lambda a, b: "poor-locality" in _labels(b) and "poor-locality" not in _labels(a),
-     "poor-locality signal on the strided one only"),
-    ("memory- vs compute-bound", "relu_fast", "matmul_fast",
-     lambda a, b: a.get("roofline", {}).get("bound_by") == "memory" and b.get("roofline", {}).get("bound_by") == "compute",
-     "roofline side memory vs compute"),
-    ("cache-resident vs DRAM-bound", "scale_shift_vector", "relu_fast",
-     lambda a, b: "cache-resident" in _labels(a) and "dram-bound" in _labels(b),
-     "8.4 MB working set (fits L3) vs 65.5 MB (exceeds it)"),
+    (
+        "vectorized vs scalar",
+        "scale_shift_vector",
+        "scale_shift_scalar",
+        lambda a, b: (_v(a, "widest_vector_bits") or 0) >= 256 and _v(b, "widest_vector_bits") == 0,
+        "widest_vector_bits >= 256 vs 0",
+    ),
+    (
+        "contiguous vs strided",
+        "column_sum_contiguous",
+        "column_sum_strided",
+        lambda a, b: "poor-locality" in _labels(b) and "poor-locality" not in _labels(a),
+        "poor-locality signal on the strided one only",
+    ),
+    (
+        "memory- vs compute-bound",
+        "relu_fast",
+        "matmul_fast",
+        lambda a, b: (
+            a.get("roofline", {}).get("bound_by") == "memory" and b.get("roofline", {}).get("bound_by") == "compute"
+        ),
+        "roofline side memory vs compute",
+    ),
+    (
+        "cache-resident vs DRAM-bound",
+        "scale_shift_vector",
+        "relu_fast",
+        lambda a, b: "cache-resident" in _labels(a) and "dram-bound" in _labels(b),
+        "8.4 MB working set (fits L3) vs 65.5 MB (exceeds it)",
+    ),
 ]
 
 
@@ -81,8 +105,12 @@ def _loadavg() -> str:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m pragma.eval.bench_profiler", description=__doc__.splitlines()[0])
-    parser.add_argument("--simulate", choices=("auto", "always", "never"), default="auto",
-                        help="profile_simulate for the run (default auto: callgrind where counters are missing)")
+    parser.add_argument(
+        "--simulate",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="profile_simulate for the run (default auto: callgrind where counters are missing)",
+    )
     parser.add_argument("--only", nargs="*", default=None, help=f"case names among {[c[0] for c in CASES]}")
     parser.add_argument("--json", metavar="PATH", help="also write the figures to this JSON file")
     return parser.parse_args(argv)
@@ -104,8 +132,10 @@ def main(argv: list[str] | None = None) -> int:
     load_start = [round(x, 2) for x in os.getloadavg()]
     loadavg_start = _loadavg()
     profiles: dict[str, dict[str, Any]] = {}
-    print(f"cpus {os.cpu_count()}, num_threads {ctx.num_threads}, profile_calls {ctx.profile_calls}, "
-          f"callgrind_calls {ctx.callgrind_calls}, profile_simulate {ctx.profile_simulate}")
+    print(
+        f"cpus {os.cpu_count()}, num_threads {ctx.num_threads}, profile_calls {ctx.profile_calls}, "
+        f"callgrind_calls {ctx.callgrind_calls}, profile_simulate {ctx.profile_simulate}"
+    )
     print(f"load at start (/proc/loadavg): {loadavg_start}")
     try:
         t0 = time.monotonic()
@@ -125,14 +155,21 @@ def main(argv: list[str] | None = None) -> int:
             profiles[name] = profile
             tools = profile.get("tools", {})
             per_tool = {t: tools.get(t, {}).get("wall_s") for t in TOOLS}
-            rows.append({"candidate": name, "total_s": round(total_s, 2), "tools_s": per_tool,
-                         "confidence": profile.get("confidence"), "bottleneck": profile.get("bottleneck"),
-                         "roof_level": profile.get("roofline", {}).get("roof_level"),
-                         "bandwidth_pct": profile.get("roofline", {}).get("bandwidth_pct"),
-                         "callgrind": tools.get("callgrind", {}).get("status"),
-                         "timing_slot_waited_s": tools.get("perf_stat", {}).get("timing_slot_waited_s", 0.0),
-                         "callgrind_phases_s": tools.get("callgrind", {}).get("phases_s", {}),
-                         "load_avg_1min": round(os.getloadavg()[0], 2)})
+            rows.append(
+                {
+                    "candidate": name,
+                    "total_s": round(total_s, 2),
+                    "tools_s": per_tool,
+                    "confidence": profile.get("confidence"),
+                    "bottleneck": profile.get("bottleneck"),
+                    "roof_level": profile.get("roofline", {}).get("roof_level"),
+                    "bandwidth_pct": profile.get("roofline", {}).get("bandwidth_pct"),
+                    "callgrind": tools.get("callgrind", {}).get("status"),
+                    "timing_slot_waited_s": tools.get("perf_stat", {}).get("timing_slot_waited_s", 0.0),
+                    "callgrind_phases_s": tools.get("callgrind", {}).get("phases_s", {}),
+                    "load_avg_1min": round(os.getloadavg()[0], 2),
+                }
+            )
             cells = " ".join(f"{v:>13.1f}" if isinstance(v, (int, float)) else f"{'-':>13}" for v in per_tool.values())
             roof = profile.get("roofline", {})
             where = ""
@@ -142,8 +179,10 @@ def main(argv: list[str] | None = None) -> int:
                 where = f" ({roof['bandwidth_pct']:.0f}% of the {roof['roof_level']} roof)"
             waited = tools.get("perf_stat", {}).get("timing_slot_waited_s", 0.0)
             where += f", slot wait {waited:.1f} s" if waited else ""
-            print(f"{name:<20} {total_s:>8.1f} {cells}  {profile.get('confidence')} / {profile.get('bottleneck')}{where}",
-                  flush=True)
+            print(
+                f"{name:<20} {total_s:>8.1f} {cells}  {profile.get('confidence')} / {profile.get('bottleneck')}{where}",
+                flush=True,
+            )
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
     load_end = [round(x, 2) for x in os.getloadavg()]
@@ -154,29 +193,55 @@ def main(argv: list[str] | None = None) -> int:
         if a not in profiles or b not in profiles:
             continue
         ok = bool(told_apart(profiles[a], profiles[b]))
-        diagnoses.append({"pair": pair, "a": a, "b": b, "told_apart": ok, "check": what,
-                          "labels": [profiles[a].get("bottleneck"), profiles[b].get("bottleneck")]})
-        print(f"  {pair:<30} {'told apart' if ok else 'NOT told apart':<15} {what}: "
-              f"{a} -> {profiles[a].get('bottleneck')}, {b} -> {profiles[b].get('bottleneck')}")
+        diagnoses.append(
+            {
+                "pair": pair,
+                "a": a,
+                "b": b,
+                "told_apart": ok,
+                "check": what,
+                "labels": [profiles[a].get("bottleneck"), profiles[b].get("bottleneck")],
+            }
+        )
+        print(
+            f"  {pair:<30} {'told apart' if ok else 'NOT told apart':<15} {what}: "
+            f"{a} -> {profiles[a].get('bottleneck')}, {b} -> {profiles[b].get('bottleneck')}"
+        )
     totals = sorted(r["total_s"] for r in rows)
     median_s = totals[len(totals) // 2] if totals else 0.0
     # Waiting for the timing slot is other processes' timed work, not the profiler's cost.
     active = sorted(r["total_s"] - (r["timing_slot_waited_s"] or 0.0) for r in rows)
     median_active_s = round(active[len(active) // 2], 2) if active else 0.0
-    print(f"\nmedian profiling time per candidate: {median_s:.1f} s (n={len(rows)}, target <= 10 s); "
-          "callgrind runs only when asked for or when the cheap evidence is ambiguous")
+    print(
+        f"\nmedian profiling time per candidate: {median_s:.1f} s (n={len(rows)}, target <= 10 s); "
+        "callgrind runs only when asked for or when the cheap evidence is ambiguous"
+    )
     print(f"median without timing-slot waits: {median_active_s:.1f} s")
     print(f"load at end (/proc/loadavg): {loadavg_end}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"context": {"profile_calls": ctx.profile_calls,
-                                                            "callgrind_calls": ctx.callgrind_calls,
-                                                            "profile_simulate": ctx.profile_simulate},
-                                               "peaks": peak, "peaks_s": round(peaks_s, 2), "rows": rows,
-                                               "median_s": median_s, "median_without_slot_wait_s": median_active_s,
-                                               "load_avg_start": load_start,
-                                               "load_avg_end": load_end, "loadavg_start": loadavg_start,
-                                               "loadavg_end": loadavg_end, "diagnoses": diagnoses},
-                                              indent=2) + "\n")
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "context": {
+                        "profile_calls": ctx.profile_calls,
+                        "callgrind_calls": ctx.callgrind_calls,
+                        "profile_simulate": ctx.profile_simulate,
+                    },
+                    "peaks": peak,
+                    "peaks_s": round(peaks_s, 2),
+                    "rows": rows,
+                    "median_s": median_s,
+                    "median_without_slot_wait_s": median_active_s,
+                    "load_avg_start": load_start,
+                    "load_avg_end": load_end,
+                    "loadavg_start": loadavg_start,
+                    "loadavg_end": loadavg_end,
+                    "diagnoses": diagnoses,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
     return 0 if all(d["told_apart"] for d in diagnoses) else 2
 
 

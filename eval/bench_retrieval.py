@@ -57,8 +57,13 @@ def evaluate(k: int = 3, verbose: bool = False) -> dict:
     if verbose:
         for q, missing, got in misses:
             print(f"MISS {q!r}\n  missing {missing}\n  got     {got}")
-    return {"questions": len(questions), "recall": recall_sum / len(questions), "hit_rate": hits / len(questions),
-            "misses": len(misses), "mean_query_ms": 1e3 * query_s / len(questions)}
+    return {
+        "questions": len(questions),
+        "recall": recall_sum / len(questions),
+        "hit_rate": hits / len(questions),
+        "misses": len(misses),
+        "mean_query_ms": 1e3 * query_s / len(questions),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,11 +90,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {os.cpu_count()} cores, load average {load1:.2f} (1 min) {load5:.2f} (5 min)")
     print(f"seed compendium: {cold.entries} entries; embedding model load {load_s:.1f} s")
     print(f"store build from seed, cold (all {cold.embedded_now} documents embedded): {cold.build_s:.1f} s")
-    print(f"store build from seed with the shipped vectors ({warm.embedded_now} not shipped, embedded now): "
-          f"{warm.build_s:.2f} s")
-    print(f"recall@{args.k}: {result['recall']:.3f}  hit@{args.k}: {result['hit_rate']:.3f}  "
-          f"({result['questions']} questions, {result['misses']} not fully answered, "
-          f"{result['mean_query_ms']:.0f} ms per query)")
+    print(
+        f"store build from seed with the shipped vectors ({warm.embedded_now} not shipped, embedded now): "
+        f"{warm.build_s:.2f} s"
+    )
+    print(
+        f"recall@{args.k}: {result['recall']:.3f}  hit@{args.k}: {result['hit_rate']:.3f}  "
+        f"({result['questions']} questions, {result['misses']} not fully answered, "
+        f"{result['mean_query_ms']:.0f} ms per query)"
+    )
     return 1 if result["recall"] < args.min_recall else 0
 
 

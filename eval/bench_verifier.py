@@ -68,10 +68,29 @@ class Beside:
         self.starts += 1
         env = {**os.environ, "PRAGMA_DATA_DIR": str(self.dir / f"data{self.starts}")}
         self.proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "tests" / "data" / "eval" / "scripted_suite.py"), str(self.dir / "script.json"),
-             "eval", "run", str(ROOT / "eval" / "suites" / "cpu"), "--mode", "no-profile", "--workers", "2",
-             "--max-iterations", "1", "--coder-model", "scripted:coder", "--run-id", f"beside{self.starts}"],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            [
+                sys.executable,
+                str(ROOT / "tests" / "data" / "eval" / "scripted_suite.py"),
+                str(self.dir / "script.json"),
+                "eval",
+                "run",
+                str(ROOT / "eval" / "suites" / "cpu"),
+                "--mode",
+                "no-profile",
+                "--workers",
+                "2",
+                "--max-iterations",
+                "1",
+                "--coder-model",
+                "scripted:coder",
+                "--run-id",
+                f"beside{self.starts}",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -94,12 +113,18 @@ def _verify(code: str, ctx: Any, beside: Beside | None = None, **kw: Any) -> tup
 
 
 def _row(result: dict[str, Any], wall_s: float) -> dict[str, Any]:
-    return {"wall_s": round(wall_s, 3), "speedup": round(result["speedup"], 4),
-            "speedup_ci": [round(x, 4) for x in result["speedup_ci"]],
-            "runtime_ms": round(result["runtime_ms"], 4), "ref_runtime_ms": round(result["ref_runtime_ms"], 4),
-            "phases_s": {k: round(v, 3) for k, v in result["phases_s"].items()},
-            "timing_slot_waited_s": result["timing_slot_waited_s"], "audited": len(result["audited_calls"]),
-            "null_round_trip_ms": round(result["null_round_trip_ms"], 4), "load_avg": load_avg()}
+    return {
+        "wall_s": round(wall_s, 3),
+        "speedup": round(result["speedup"], 4),
+        "speedup_ci": [round(x, 4) for x in result["speedup_ci"]],
+        "runtime_ms": round(result["runtime_ms"], 4),
+        "ref_runtime_ms": round(result["ref_runtime_ms"], 4),
+        "phases_s": {k: round(v, 3) for k, v in result["phases_s"].items()},
+        "timing_slot_waited_s": result["timing_slot_waited_s"],
+        "audited": len(result["audited_calls"]),
+        "null_round_trip_ms": round(result["null_round_trip_ms"], 4),
+        "load_avg": load_avg(),
+    }
 
 
 def _series(label: str, ctx: Any, repeats: int, distinct: bool, beside: Beside | None) -> dict[str, Any]:
@@ -114,17 +139,23 @@ def _series(label: str, ctx: Any, repeats: int, distinct: bool, beside: Beside |
         result, wall_s = _verify(code, ctx, beside)
         rows.append(_row(result, wall_s))
         r = rows[-1]
-        print(f"  {label:<28} {i}  wall {r['wall_s']:6.2f} s  speedup {r['speedup']:.3f}  build "
-              f"{r['phases_s'].get('build', 0):5.2f}  check {r['phases_s'].get('check', 0):5.2f}  time "
-              f"{r['phases_s'].get('time', 0):5.2f}  slot wait {r['timing_slot_waited_s']:5.2f}  load {r['load_avg']}",
-              flush=True)
+        print(
+            f"  {label:<28} {i}  wall {r['wall_s']:6.2f} s  speedup {r['speedup']:.3f}  build "
+            f"{r['phases_s'].get('build', 0):5.2f}  check {r['phases_s'].get('check', 0):5.2f}  time "
+            f"{r['phases_s'].get('time', 0):5.2f}  slot wait {r['timing_slot_waited_s']:5.2f}  load {r['load_avg']}",
+            flush=True,
+        )
     speedups = [r["speedup"] for r in rows]
-    return {"rows": rows, "load_avg_start": load_start, "load_avg_end": load_avg(),
-            "median_wall_s": round(statistics.median(r["wall_s"] for r in rows), 3),
-            "median_speedup": round(statistics.median(speedups), 4),
-            "speedup_spread_pct": round(spread_pct(speedups), 2),
-            "median_time_phase_s": round(statistics.median(r["phases_s"].get("time", 0.0) for r in rows), 3),
-            "median_runtime_ms": round(statistics.median(r["runtime_ms"] for r in rows), 4)}
+    return {
+        "rows": rows,
+        "load_avg_start": load_start,
+        "load_avg_end": load_avg(),
+        "median_wall_s": round(statistics.median(r["wall_s"] for r in rows), 3),
+        "median_speedup": round(statistics.median(speedups), 4),
+        "speedup_spread_pct": round(spread_pct(speedups), 2),
+        "median_time_phase_s": round(statistics.median(r["phases_s"].get("time", 0.0) for r in rows), 3),
+        "median_runtime_ms": round(statistics.median(r["runtime_ms"] for r in rows), 4),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,11 +165,18 @@ def main(argv: list[str] | None = None) -> int:
     from pragma.graph.context import resolve_context
 
     ctx = resolve_context()  # defaults on purpose: the figures are what a run pays
-    print(f"problem {PROBLEM_PATH}\ncpus {os.cpu_count()}, num_threads {ctx.num_threads}, warm-up "
-          f"{ctx.warmup_calls} calls + {ctx.warmup_s} s, {ctx.timed_calls} timed calls, "
-          f"{ctx.correctness_trials} correctness trials; load at start {load_avg()}", flush=True)
-    figures: dict[str, Any] = {"problem": str(PROBLEM_PATH), "cpus": os.cpu_count(), "repeats": args.repeats,
-                               "load_avg_start": load_avg()}
+    print(
+        f"problem {PROBLEM_PATH}\ncpus {os.cpu_count()}, num_threads {ctx.num_threads}, warm-up "
+        f"{ctx.warmup_calls} calls + {ctx.warmup_s} s, {ctx.timed_calls} timed calls, "
+        f"{ctx.correctness_trials} correctness trials; load at start {load_avg()}",
+        flush=True,
+    )
+    figures: dict[str, Any] = {
+        "problem": str(PROBLEM_PATH),
+        "cpus": os.cpu_count(),
+        "repeats": args.repeats,
+        "load_avg_start": load_avg(),
+    }
     beside = None
     try:
         # The first verification starts this thread's pre-started judge; not part of any figure.
@@ -152,9 +190,14 @@ def main(argv: list[str] | None = None) -> int:
         figures["fresh_off"] = _series("fresh_inputs=false", resolve_context(fresh_inputs=False), 3, False, None)
         code = candidate_source("fast", f"bench_verifier_same_{os.getpid()}")
         result, wall_s = _verify(code, ctx, best_code=code)
-        figures["head_to_head"] = {**_row(result, wall_s), "speedup_vs_best_ci": result["speedup_vs_best_ci"],
-                                   "extra_batches": result["extra_batches"], "sequential_log": result["sequential_log"],
-                                   "is_new_best": result["is_new_best"], "acceptance": result["acceptance"]}
+        figures["head_to_head"] = {
+            **_row(result, wall_s),
+            "speedup_vs_best_ci": result["speedup_vs_best_ci"],
+            "extra_batches": result["extra_batches"],
+            "sequential_log": result["sequential_log"],
+            "is_new_best": result["is_new_best"],
+            "acceptance": result["acceptance"],
+        }
         if not args.no_parallel:
             print("with `pragma eval` (CPU suite, scripted model, 2 workers) running beside:", flush=True)
             beside = Beside()
@@ -170,22 +213,32 @@ def main(argv: list[str] | None = None) -> int:
     figures["load_avg_end"] = load_avg()
     lat, pre, off = figures["latency"], figures["precision"], figures["fresh_off"]
     print("\nsummary")
-    print(f"  verify latency, new ReLU source (compile + check + time), median of {args.repeats}: "
-          f"{lat['median_wall_s']:.2f} s (load {lat['load_avg_start']} -> {lat['load_avg_end']})")
-    print(f"  precision, same kernel x{args.repeats}: speedup {pre['median_speedup']:.3f}x, spread "
-          f"+-{pre['speedup_spread_pct']:.1f}% (load {pre['load_avg_start']} -> {pre['load_avg_end']})")
+    print(
+        f"  verify latency, new ReLU source (compile + check + time), median of {args.repeats}: "
+        f"{lat['median_wall_s']:.2f} s (load {lat['load_avg_start']} -> {lat['load_avg_end']})"
+    )
+    print(
+        f"  precision, same kernel x{args.repeats}: speedup {pre['median_speedup']:.3f}x, spread "
+        f"+-{pre['speedup_spread_pct']:.1f}% (load {pre['load_avg_start']} -> {pre['load_avg_end']})"
+    )
     if "latency_beside" in figures:
         lb, pb = figures["latency_beside"], figures["precision_beside"]
-        print(f"  with pragma eval beside: latency {lb['median_wall_s']:.2f} s, precision "
-              f"+-{pb['speedup_spread_pct']:.1f}% at {pb['median_speedup']:.3f}x (load {lb['load_avg_start']} -> "
-              f"{pb['load_avg_end']}; median timing-slot wait "
-              f"{statistics.median(r['timing_slot_waited_s'] for r in lb['rows'] + pb['rows']):.2f} s)")
-    print(f"  fresh inputs + audits: time phase {pre['median_time_phase_s']:.2f} s on vs {off['median_time_phase_s']:.2f} s "
-          f"off; candidate median call {pre['median_runtime_ms']:.3f} ms on vs {off['median_runtime_ms']:.3f} ms off; "
-          f"speedup {pre['median_speedup']:.3f}x on vs {off['median_speedup']:.3f}x off")
+        print(
+            f"  with pragma eval beside: latency {lb['median_wall_s']:.2f} s, precision "
+            f"+-{pb['speedup_spread_pct']:.1f}% at {pb['median_speedup']:.3f}x (load {lb['load_avg_start']} -> "
+            f"{pb['load_avg_end']}; median timing-slot wait "
+            f"{statistics.median(r['timing_slot_waited_s'] for r in lb['rows'] + pb['rows']):.2f} s)"
+        )
+    print(
+        f"  fresh inputs + audits: time phase {pre['median_time_phase_s']:.2f} s on vs {off['median_time_phase_s']:.2f} s "
+        f"off; candidate median call {pre['median_runtime_ms']:.3f} ms on vs {off['median_runtime_ms']:.3f} ms off; "
+        f"speedup {pre['median_speedup']:.3f}x on vs {off['median_speedup']:.3f}x off"
+    )
     h = figures["head_to_head"]
-    print(f"  head-to-head with an identical best: wall {h['wall_s']:.2f} s, CI vs best {h['speedup_vs_best_ci']}, "
-          f"{h['extra_batches']} extra batch(es); {h['acceptance']}")
+    print(
+        f"  head-to-head with an identical best: wall {h['wall_s']:.2f} s, CI vs best {h['speedup_vs_best_ci']}, "
+        f"{h['extra_batches']} extra batch(es); {h['acceptance']}"
+    )
     print(f"  load average at end (1/5/15 min): {figures['load_avg_end']}")
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")

@@ -22,30 +22,73 @@ from typing import Any
 
 # DOUBLE PRECISION, not REAL: PostgreSQL's REAL is 4 bytes (SQLite reads either as 8-byte REAL).
 RUN_COLUMNS = {
-    "run_id": "TEXT PRIMARY KEY", "suite_dir": "TEXT", "overrides_path": "TEXT", "patterns_json": "TEXT",
-    "modes_json": "TEXT", "context_json": "TEXT", "settings_json": "TEXT", "machine_json": "TEXT",
-    "status": "TEXT", "created_at": "DOUBLE PRECISION", "updated_at": "DOUBLE PRECISION",
+    "run_id": "TEXT PRIMARY KEY",
+    "suite_dir": "TEXT",
+    "overrides_path": "TEXT",
+    "patterns_json": "TEXT",
+    "modes_json": "TEXT",
+    "context_json": "TEXT",
+    "settings_json": "TEXT",
+    "machine_json": "TEXT",
+    "status": "TEXT",
+    "created_at": "DOUBLE PRECISION",
+    "updated_at": "DOUBLE PRECISION",
     "wall_s": "DOUBLE PRECISION",
 }
 PROBLEM_COLUMNS = {
-    "run_id": "TEXT", "problem": "TEXT", "mode": "TEXT", "category": "TEXT", "path": "TEXT", "sha256": "TEXT",
-    "thread_id": "TEXT", "status": "TEXT", "solved": "INTEGER", "best_speedup": "DOUBLE PRECISION",
-    "best_iteration": "INTEGER", "best_ci_low": "DOUBLE PRECISION", "best_ci_high": "DOUBLE PRECISION",
-    "iterations": "INTEGER", "input_tokens": "DOUBLE PRECISION", "output_tokens": "DOUBLE PRECISION",
-    "cost_usd": "DOUBLE PRECISION", "llm_calls": "DOUBLE PRECISION", "wall_s": "DOUBLE PRECISION",
-    "ref_ms": "DOUBLE PRECISION", "stop_reason": "TEXT", "message": "TEXT", "worker": "TEXT",
-    "started_at": "DOUBLE PRECISION", "finished_at": "DOUBLE PRECISION",
+    "run_id": "TEXT",
+    "problem": "TEXT",
+    "mode": "TEXT",
+    "category": "TEXT",
+    "path": "TEXT",
+    "sha256": "TEXT",
+    "thread_id": "TEXT",
+    "status": "TEXT",
+    "solved": "INTEGER",
+    "best_speedup": "DOUBLE PRECISION",
+    "best_iteration": "INTEGER",
+    "best_ci_low": "DOUBLE PRECISION",
+    "best_ci_high": "DOUBLE PRECISION",
+    "iterations": "INTEGER",
+    "input_tokens": "DOUBLE PRECISION",
+    "output_tokens": "DOUBLE PRECISION",
+    "cost_usd": "DOUBLE PRECISION",
+    "llm_calls": "DOUBLE PRECISION",
+    "wall_s": "DOUBLE PRECISION",
+    "ref_ms": "DOUBLE PRECISION",
+    "stop_reason": "TEXT",
+    "message": "TEXT",
+    "worker": "TEXT",
+    "started_at": "DOUBLE PRECISION",
+    "finished_at": "DOUBLE PRECISION",
 }
 ATTEMPT_COLUMNS = {
-    "run_id": "TEXT", "problem": "TEXT", "mode": "TEXT", "iteration": "INTEGER", "origin": "TEXT",
-    "status": "TEXT", "accepted": "INTEGER", "speedup": "DOUBLE PRECISION", "ci_low": "DOUBLE PRECISION", "ci_high": "DOUBLE PRECISION",
-    "runtime_ms": "DOUBLE PRECISION", "ref_runtime_ms": "DOUBLE PRECISION", "max_abs_diff": "DOUBLE PRECISION",
-    "input_tokens": "DOUBLE PRECISION", "output_tokens": "DOUBLE PRECISION", "cost_usd": "DOUBLE PRECISION",
-    "llm_wall_s": "DOUBLE PRECISION", "verify_wall_s": "DOUBLE PRECISION", "message": "TEXT",
+    "run_id": "TEXT",
+    "problem": "TEXT",
+    "mode": "TEXT",
+    "iteration": "INTEGER",
+    "origin": "TEXT",
+    "status": "TEXT",
+    "accepted": "INTEGER",
+    "speedup": "DOUBLE PRECISION",
+    "ci_low": "DOUBLE PRECISION",
+    "ci_high": "DOUBLE PRECISION",
+    "runtime_ms": "DOUBLE PRECISION",
+    "ref_runtime_ms": "DOUBLE PRECISION",
+    "max_abs_diff": "DOUBLE PRECISION",
+    "input_tokens": "DOUBLE PRECISION",
+    "output_tokens": "DOUBLE PRECISION",
+    "cost_usd": "DOUBLE PRECISION",
+    "llm_wall_s": "DOUBLE PRECISION",
+    "verify_wall_s": "DOUBLE PRECISION",
+    "message": "TEXT",
     "recorded_at": "DOUBLE PRECISION",
 }
-KEYS = {"eval_runs": ("run_id",), "eval_problems": ("run_id", "problem", "mode"),
-        "eval_attempts": ("run_id", "problem", "mode", "iteration")}
+KEYS = {
+    "eval_runs": ("run_id",),
+    "eval_problems": ("run_id", "problem", "mode"),
+    "eval_attempts": ("run_id", "problem", "mode", "iteration"),
+}
 TABLES = {"eval_runs": RUN_COLUMNS, "eval_problems": PROBLEM_COLUMNS, "eval_attempts": ATTEMPT_COLUMNS}
 # Kept from the first write when a row is re-recorded (an attempt's time of record, a CI that a
 # resumed job can no longer see).
@@ -124,9 +167,11 @@ class ResultsDB:
                 updates.append(f"{name} = COALESCE(excluded.{name}, {table}.{name})")
             else:
                 updates.append(f"{name} = excluded.{name}")
-        sql = (f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))}) "
-               f"ON CONFLICT ({', '.join(KEYS[table])}) "
-               + (f"DO UPDATE SET {', '.join(updates)}" if updates else "DO NOTHING"))
+        sql = (
+            f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))}) "
+            f"ON CONFLICT ({', '.join(KEYS[table])}) "
+            + (f"DO UPDATE SET {', '.join(updates)}" if updates else "DO NOTHING")
+        )
         with self._connect() as conn:
             self._run(conn, sql, tuple(row[n] for n in names))
 
@@ -143,18 +188,24 @@ class ResultsDB:
         return self.query("SELECT * FROM eval_problems WHERE run_id = ? ORDER BY problem, mode", (run_id,))
 
     def attempts(self, run_id: str) -> list[dict[str, Any]]:
-        return self.query("SELECT * FROM eval_attempts WHERE run_id = ? ORDER BY problem, mode, iteration",
-                          (run_id,))
+        return self.query("SELECT * FROM eval_attempts WHERE run_id = ? ORDER BY problem, mode, iteration", (run_id,))
 
     def add_wall(self, run_id: str, problem: str, mode: str, seconds: float) -> None:
         with self._connect() as conn:
-            self._run(conn, "UPDATE eval_problems SET wall_s = COALESCE(wall_s, 0) + ? "
-                            "WHERE run_id = ? AND problem = ? AND mode = ?", (seconds, run_id, problem, mode))
+            self._run(
+                conn,
+                "UPDATE eval_problems SET wall_s = COALESCE(wall_s, 0) + ? "
+                "WHERE run_id = ? AND problem = ? AND mode = ?",
+                (seconds, run_id, problem, mode),
+            )
 
     def set_run_status(self, run_id: str, status: str, wall_s: float | None = None) -> None:
         with self._connect() as conn:
-            self._run(conn, "UPDATE eval_runs SET status = ?, updated_at = ?, wall_s = COALESCE(wall_s, 0) + ? "
-                            "WHERE run_id = ?", (status, time.time(), wall_s or 0.0, run_id))
+            self._run(
+                conn,
+                "UPDATE eval_runs SET status = ?, updated_at = ?, wall_s = COALESCE(wall_s, 0) + ? WHERE run_id = ?",
+                (status, time.time(), wall_s or 0.0, run_id),
+            )
 
 
 def loads(text: str | None, default: Any) -> Any:

@@ -26,8 +26,9 @@ def _png(fig) -> bytes:
     return buf.getvalue()
 
 
-def category_distribution(speedups: dict[str, dict[str, list[float]]], categories: list[str],
-                          unsolved: dict[str, dict[str, int]]) -> bytes:
+def category_distribution(
+    speedups: dict[str, dict[str, list[float]]], categories: list[str], unsolved: dict[str, dict[str, int]]
+) -> bytes:
     """``speedups[mode][category]``: solved problems' speedups; ``unsolved`` the counts left out."""
     modes = list(speedups)
     fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(categories) + 2), 4.2))
@@ -39,13 +40,26 @@ def category_distribution(speedups: dict[str, dict[str, list[float]]], categorie
             values = speedups[mode].get(cat, [])
             x = c + (m - (len(modes) - 1) / 2) * width
             if values:
-                ax.boxplot([values], positions=[x], widths=width * 0.8, showfliers=False,
-                           patch_artist=True, boxprops={"facecolor": color, "alpha": 0.35},
-                           medianprops={"color": color})
+                ax.boxplot(
+                    [values],
+                    positions=[x],
+                    widths=width * 0.8,
+                    showfliers=False,
+                    patch_artist=True,
+                    boxprops={"facecolor": color, "alpha": 0.35},
+                    medianprops={"color": color},
+                )
                 ax.scatter(x + rng.uniform(-width / 4, width / 4, len(values)), values, s=12, color=color, zorder=3)
             if unsolved.get(mode, {}).get(cat):
-                ax.annotate(f"{unsolved[mode][cat]}✗", (x, 0.0), xycoords=("data", "axes fraction"),
-                            ha="center", va="bottom", fontsize=7, color=color)
+                ax.annotate(
+                    f"{unsolved[mode][cat]}✗",
+                    (x, 0.0),
+                    xycoords=("data", "axes fraction"),
+                    ha="center",
+                    va="bottom",
+                    fontsize=7,
+                    color=color,
+                )
         ax.plot([], [], color=color, marker="o", linestyle="", label=mode)
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
     ax.set_yscale("log", base=2)
@@ -69,10 +83,14 @@ def iteration_curves(curves: dict[str, dict[str, list[float]]], baseline_geomean
     if baseline_geomean:
         right.axhline(baseline_geomean, color=COLORS["torch.compile"], linestyle=":", label="torch.compile")
     right.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
-    left.set(xlabel="iteration", ylabel="problems solved so far (%)", ylim=(0, 105),
-             title="Figure 4a: success by iteration")
-    right.set(xlabel="iteration", ylabel="geomean best-so-far speedup (unsolved = 1.0x)",
-              title="Figure 4b: best-so-far speedup")
+    left.set(
+        xlabel="iteration", ylabel="problems solved so far (%)", ylim=(0, 105), title="Figure 4a: success by iteration"
+    )
+    right.set(
+        xlabel="iteration",
+        ylabel="geomean best-so-far speedup (unsolved = 1.0x)",
+        title="Figure 4b: best-so-far speedup",
+    )
     for ax in (left, right):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)

@@ -66,9 +66,16 @@ def check_modes(modes: list[str]) -> list[str]:
     return list(dict.fromkeys(modes)) or ["pragma"]
 
 
-def create_run(suite_dir: str, modes: list[str], ctx: Context, settings: RunSettings, *,
-               overrides: str | None = None, patterns: list[str] | None = None,
-               run_id: str | None = None) -> str:
+def create_run(
+    suite_dir: str,
+    modes: list[str],
+    ctx: Context,
+    settings: RunSettings,
+    *,
+    overrides: str | None = None,
+    patterns: list[str] | None = None,
+    run_id: str | None = None,
+) -> str:
     """Register a run (problems loaded and materialized now, so a bad suite fails before any work)."""
     modes = check_modes(modes)
     problems = load_suite(suite_dir, overrides, patterns)
@@ -80,16 +87,37 @@ def create_run(suite_dir: str, modes: list[str], ctx: Context, settings: RunSett
         raise HarnessError(f"run {run_id!r} exists already; continue it with --resume {run_id}")
     now = time.time()
     context = {k: v for k, v in context_to_dict(ctx).items() if k != "agent_mode"}
-    db.upsert("eval_runs", {
-        "run_id": run_id, "suite_dir": suite_dir, "overrides_path": overrides or "",
-        "patterns_json": json.dumps(patterns or []), "modes_json": json.dumps(modes),
-        "context_json": json.dumps(context), "settings_json": json.dumps(settings.__dict__),
-        "machine_json": json.dumps(machine_fingerprint()), "status": "created", "created_at": now,
-        "updated_at": now, "wall_s": 0.0})
+    db.upsert(
+        "eval_runs",
+        {
+            "run_id": run_id,
+            "suite_dir": suite_dir,
+            "overrides_path": overrides or "",
+            "patterns_json": json.dumps(patterns or []),
+            "modes_json": json.dumps(modes),
+            "context_json": json.dumps(context),
+            "settings_json": json.dumps(settings.__dict__),
+            "machine_json": json.dumps(machine_fingerprint()),
+            "status": "created",
+            "created_at": now,
+            "updated_at": now,
+            "wall_s": 0.0,
+        },
+    )
     for p in problems:
         for mode in modes + ([TORCH_COMPILE] if settings.torch_compile else []):
-            db.upsert("eval_problems", {"run_id": run_id, "problem": p.name, "mode": mode, "category": p.category,
-                                        "path": p.path, "sha256": p.sha256, "status": "pending"})
+            db.upsert(
+                "eval_problems",
+                {
+                    "run_id": run_id,
+                    "problem": p.name,
+                    "mode": mode,
+                    "category": p.category,
+                    "path": p.path,
+                    "sha256": p.sha256,
+                    "status": "pending",
+                },
+            )
     return run_id
 
 
@@ -109,11 +137,25 @@ def plan(db: ResultsDB, run: dict[str, Any]) -> tuple[list[JobSpec], dict[tuple[
     for row in db.problems(run["run_id"]):
         if row["status"] in DONE:
             continue
-        problem = {"name": row["problem"], "path": row["path"], "source_path": row["path"],
-                   "category": row["category"], "sha256": row["sha256"], "overrides": {}}
-        specs.append(JobSpec(run_id=run["run_id"], problem=problem, mode=row["mode"], context=context,
-                             results_url=settings["results_url"], checkpoint_url=settings["checkpoint_url"],
-                             out_dir=str(store.run_dir(run["run_id"]))))
+        problem = {
+            "name": row["problem"],
+            "path": row["path"],
+            "source_path": row["path"],
+            "category": row["category"],
+            "sha256": row["sha256"],
+            "overrides": {},
+        }
+        specs.append(
+            JobSpec(
+                run_id=run["run_id"],
+                problem=problem,
+                mode=row["mode"],
+                context=context,
+                results_url=settings["results_url"],
+                checkpoint_url=settings["checkpoint_url"],
+                out_dir=str(store.run_dir(run["run_id"])),
+            )
+        )
         prior[(row["problem"], row["mode"])] = float(row.get("wall_s") or 0.0)
     # Baselines last: they time eager PyTorch and should not compete with the agents for cores.
     specs.sort(key=lambda s: (s.mode == TORCH_COMPILE,))
@@ -127,8 +169,15 @@ class _Progress:
         self.console, self.max_iterations = console, max_iterations
         # auto_refresh=False: no refresh thread, because workers are forked from this process
         # (a thread holding a lock at fork time would leave that lock held in the child).
-        self.bars = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                             TimeElapsedColumn(), console=console, auto_refresh=False, transient=False)
+        self.bars = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            auto_refresh=False,
+            transient=False,
+        )
         self.overall = self.bars.add_task("jobs", total=total, completed=done)
         self.tasks: dict[tuple[str, str], int] = {}
 
@@ -146,31 +195,43 @@ class _Progress:
     def update(self, db: ResultsDB, run_id: str) -> None:
         if self.tasks:
             # "best" is the verifier's last accepted best, never the fastest measurement.
-            rows = db.query("SELECT problem, mode, COUNT(*) AS n, (SELECT b.speedup FROM eval_attempts b WHERE "
-                            "b.run_id=a.run_id AND b.problem=a.problem AND b.mode=a.mode AND b.accepted=1 "
-                            "ORDER BY b.iteration DESC LIMIT 1) AS best FROM eval_attempts a WHERE a.run_id=? "
-                            "GROUP BY a.run_id, a.problem, a.mode", (run_id,))
+            rows = db.query(
+                "SELECT problem, mode, COUNT(*) AS n, (SELECT b.speedup FROM eval_attempts b WHERE "
+                "b.run_id=a.run_id AND b.problem=a.problem AND b.mode=a.mode AND b.accepted=1 "
+                "ORDER BY b.iteration DESC LIMIT 1) AS best FROM eval_attempts a WHERE a.run_id=? "
+                "GROUP BY a.run_id, a.problem, a.mode",
+                (run_id,),
+            )
             for r in rows:
                 if (task := self.tasks.get((r["problem"], r["mode"]))) is not None:
                     best = f"best {r['best']:.2f}x" if r["best"] else "no correct kernel yet"
-                    self.bars.update(task, completed=r["n"],
-                                     description=f"{r['problem']} [{r['mode']}] {best}")
+                    self.bars.update(task, completed=r["n"], description=f"{r['problem']} [{r['mode']}] {best}")
         self.bars.refresh()
 
     def finished(self, key: tuple[str, str], status: str, db: ResultsDB, run_id: str) -> None:
         if (task := self.tasks.pop(key, None)) is not None:
             self.bars.remove_task(task)
         self.bars.advance(self.overall)
-        row = db.query("SELECT best_speedup, solved, iterations, message FROM eval_problems WHERE run_id=? "
-                       "AND problem=? AND mode=?", (run_id, *key))[0]
-        what = (f"best {row['best_speedup']:.3f}x" if row["solved"] else "no correct kernel")
+        row = db.query(
+            "SELECT best_speedup, solved, iterations, message FROM eval_problems WHERE run_id=? "
+            "AND problem=? AND mode=?",
+            (run_id, *key),
+        )[0]
+        what = f"best {row['best_speedup']:.3f}x" if row["solved"] else "no correct kernel"
         if status not in ("finished",):
             what += f" ({status}: {row['message'] or ''})"
         self.console.print(f"{key[0]} [{key[1]}]: {what} after {row['iterations'] or 0} attempt(s)")
 
 
-def execute(run_id: str, console: Console, *, results_url: str | None = None, workers: int | None = None,
-            ray_address: str | None = None, ray_runtime_env: dict[str, Any] | None = None) -> dict[str, int]:
+def execute(
+    run_id: str,
+    console: Console,
+    *,
+    results_url: str | None = None,
+    workers: int | None = None,
+    ray_address: str | None = None,
+    ray_runtime_env: dict[str, Any] | None = None,
+) -> dict[str, int]:
     """Run every unfinished job of ``run_id``; returns counts of final statuses."""
     db, run = load_run(run_id, results_url)
     with lock.hold(lock.eval_run_name(run_id), what="evaluation run", label=run_id):  # before any write
@@ -183,8 +244,15 @@ def ensure_not_running(run_id: str) -> None:
         raise lock.RunLocked(lock.describe(run_id, holder, "evaluation run"))
 
 
-def _execute(db: ResultsDB, run: dict[str, Any], console: Console, *, workers: int | None,
-             ray_address: str | None, ray_runtime_env: dict[str, Any] | None) -> dict[str, int]:
+def _execute(
+    db: ResultsDB,
+    run: dict[str, Any],
+    console: Console,
+    *,
+    workers: int | None,
+    ray_address: str | None,
+    ray_runtime_env: dict[str, Any] | None,
+) -> dict[str, int]:
     run_id = run["run_id"]
     settings = loads(run["settings_json"], {})
     specs, prior = plan(db, run)
@@ -199,19 +267,38 @@ def _execute(db: ResultsDB, run: dict[str, Any], console: Console, *, workers: i
             if address is not None:
                 from pragma.eval.scale import run_on_ray
 
-                counts = run_on_ray(address, specs, prior, float(settings["problem_budget_s"]), db, progress,
-                                    runtime_env=ray_runtime_env)
+                counts = run_on_ray(
+                    address,
+                    specs,
+                    prior,
+                    float(settings["problem_budget_s"]),
+                    db,
+                    progress,
+                    runtime_env=ray_runtime_env,
+                )
             else:
-                counts = _run_local(specs, prior, workers or int(settings.get("workers", 2)),
-                                    float(settings["problem_budget_s"]), db, progress)
+                counts = _run_local(
+                    specs,
+                    prior,
+                    workers or int(settings.get("workers", 2)),
+                    float(settings["problem_budget_s"]),
+                    db,
+                    progress,
+                )
     finally:
         unfinished = [r for r in db.problems(run_id) if r["status"] not in DONE]
         db.set_run_status(run_id, "finished" if not unfinished else "incomplete", time.monotonic() - started)
     return counts
 
 
-def _run_local(specs: list[JobSpec], prior: dict[tuple[str, str], float], workers: int, budget_s: float,
-               db: ResultsDB, progress: _Progress) -> dict[str, int]:
+def _run_local(
+    specs: list[JobSpec],
+    prior: dict[tuple[str, str], float],
+    workers: int,
+    budget_s: float,
+    db: ResultsDB,
+    progress: _Progress,
+) -> dict[str, int]:
     pending = deque(specs)
     running: dict[tuple[str, str], supervise.Running] = {}
     counts: dict[str, int] = {}

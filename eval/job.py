@@ -81,17 +81,31 @@ def attempt_rows(spec: JobSpec, state: dict[str, Any], cis: dict[int, tuple]) ->
         i = int(a["iteration"])
         low, high = cis.get(i) or _ci(a)
         llm = per_attempt.get(i, {})
-        rows.append({
-            "run_id": spec.run_id, "problem": spec.problem["name"], "mode": spec.mode, "iteration": i,
-            "origin": a.get("origin", ""), "status": a["status"], "speedup": float(a.get("speedup", 0.0)),
-            # The verifier's acceptance as a new best (None from verifiers that do not decide).
-            "accepted": None if a.get("is_new_best") is None else int(bool(a["is_new_best"])),
-            "ci_low": low, "ci_high": high, "runtime_ms": float(a.get("runtime_ms", 0.0)),
-            "ref_runtime_ms": float(a.get("ref_runtime_ms", 0.0)), "max_abs_diff": float(a.get("max_abs_diff", 0.0)),
-            "input_tokens": llm.get("input_tokens", 0.0), "output_tokens": llm.get("output_tokens", 0.0),
-            "cost_usd": llm.get("cost_usd", 0.0), "llm_wall_s": llm.get("wall_s", 0.0),
-            "verify_wall_s": float(a.get("wall_s", 0.0)), "message": (a.get("message") or "")[:2000],
-            "recorded_at": time.time()})
+        rows.append(
+            {
+                "run_id": spec.run_id,
+                "problem": spec.problem["name"],
+                "mode": spec.mode,
+                "iteration": i,
+                "origin": a.get("origin", ""),
+                "status": a["status"],
+                "speedup": float(a.get("speedup", 0.0)),
+                # The verifier's acceptance as a new best (None from verifiers that do not decide).
+                "accepted": None if a.get("is_new_best") is None else int(bool(a["is_new_best"])),
+                "ci_low": low,
+                "ci_high": high,
+                "runtime_ms": float(a.get("runtime_ms", 0.0)),
+                "ref_runtime_ms": float(a.get("ref_runtime_ms", 0.0)),
+                "max_abs_diff": float(a.get("max_abs_diff", 0.0)),
+                "input_tokens": llm.get("input_tokens", 0.0),
+                "output_tokens": llm.get("output_tokens", 0.0),
+                "cost_usd": llm.get("cost_usd", 0.0),
+                "llm_wall_s": llm.get("wall_s", 0.0),
+                "verify_wall_s": float(a.get("wall_s", 0.0)),
+                "message": (a.get("message") or "")[:2000],
+                "recorded_at": time.time(),
+            }
+        )
     return rows
 
 
@@ -102,8 +116,14 @@ def _sync(db: ResultsDB, spec: JobSpec, state: dict[str, Any], cis: dict[int, tu
 
 def _base_row(spec: JobSpec) -> dict[str, Any]:
     p = spec.problem
-    return {"run_id": spec.run_id, "problem": p["name"], "mode": spec.mode, "category": p["category"],
-            "path": p["path"], "sha256": p["sha256"]}
+    return {
+        "run_id": spec.run_id,
+        "problem": p["name"],
+        "mode": spec.mode,
+        "category": p["category"],
+        "path": p["path"],
+        "sha256": p["sha256"],
+    }
 
 
 def _finish(db: ResultsDB, spec: JobSpec, ctx: Context, state: dict[str, Any], cis: dict[int, tuple]) -> None:
@@ -113,21 +133,36 @@ def _finish(db: ResultsDB, spec: JobSpec, ctx: Context, state: dict[str, Any], c
     best, usage = state.get("best") or {}, state.get("usage") or {}
     low, high = cis.get(int(best.get("iteration", 0))) or (None, None)
     if best and low is None:  # a resumed job no longer sees the stream: take it from the attempt row
-        rows = db.query("SELECT ci_low, ci_high FROM eval_attempts WHERE run_id=? AND problem=? AND mode=? "
-                        "AND iteration=?", (spec.run_id, spec.problem["name"], spec.mode, best["iteration"]))
+        rows = db.query(
+            "SELECT ci_low, ci_high FROM eval_attempts WHERE run_id=? AND problem=? AND mode=? AND iteration=?",
+            (spec.run_id, spec.problem["name"], spec.mode, best["iteration"]),
+        )
         if rows:
             low, high = rows[0]["ci_low"], rows[0]["ci_high"]
     if best.get("code"):
         target = Path(spec.out_dir) / "best" / spec.mode / f"{spec.problem['name']}.py"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(standalone_source(best["code"]))
-    db.upsert("eval_problems", {
-        **_base_row(spec), "status": "finished", "solved": int(bool(best)),
-        "best_speedup": float(best.get("speedup", 0.0)), "best_iteration": int(best.get("iteration", 0)),
-        "best_ci_low": low, "best_ci_high": high, "iterations": int(state.get("iteration", 0)),
-        "input_tokens": usage.get("input_tokens", 0.0), "output_tokens": usage.get("output_tokens", 0.0),
-        "cost_usd": usage.get("cost_usd", 0.0), "llm_calls": usage.get("llm_calls", 0.0),
-        "stop_reason": stop_reason(state, ctx) or "", "message": "", "finished_at": time.time()})
+    db.upsert(
+        "eval_problems",
+        {
+            **_base_row(spec),
+            "status": "finished",
+            "solved": int(bool(best)),
+            "best_speedup": float(best.get("speedup", 0.0)),
+            "best_iteration": int(best.get("iteration", 0)),
+            "best_ci_low": low,
+            "best_ci_high": high,
+            "iterations": int(state.get("iteration", 0)),
+            "input_tokens": usage.get("input_tokens", 0.0),
+            "output_tokens": usage.get("output_tokens", 0.0),
+            "cost_usd": usage.get("cost_usd", 0.0),
+            "llm_calls": usage.get("llm_calls", 0.0),
+            "stop_reason": stop_reason(state, ctx) or "",
+            "message": "",
+            "finished_at": time.time(),
+        },
+    )
 
 
 def _run_agents(spec: JobSpec, db: ResultsDB) -> str:
@@ -164,12 +199,27 @@ def _run_torch_compile(spec: JobSpec, db: ResultsDB) -> str:
     res = baselines.torch_compile_baseline(spec.problem["path"], spec.problem["sha256"], ctx)
     ok = res.get("status") == "ok"
     low, high = (res.get("speedup_ci") or [None, None]) if ok else (None, None)
-    db.upsert("eval_problems", {
-        **_base_row(spec), "status": "finished", "solved": int(ok), "best_speedup": float(res.get("speedup", 0.0)),
-        "best_iteration": 1 if ok else 0, "best_ci_low": low, "best_ci_high": high, "iterations": 1,
-        "input_tokens": 0.0, "output_tokens": 0.0, "cost_usd": 0.0, "llm_calls": 0.0,
-        "ref_ms": res.get("eager_ms"), "stop_reason": "baseline",
-        "message": "" if ok else f"unavailable: {res.get('reason', res.get('status'))}", "finished_at": time.time()})
+    db.upsert(
+        "eval_problems",
+        {
+            **_base_row(spec),
+            "status": "finished",
+            "solved": int(ok),
+            "best_speedup": float(res.get("speedup", 0.0)),
+            "best_iteration": 1 if ok else 0,
+            "best_ci_low": low,
+            "best_ci_high": high,
+            "iterations": 1,
+            "input_tokens": 0.0,
+            "output_tokens": 0.0,
+            "cost_usd": 0.0,
+            "llm_calls": 0.0,
+            "ref_ms": res.get("eager_ms"),
+            "stop_reason": "baseline",
+            "message": "" if ok else f"unavailable: {res.get('reason', res.get('status'))}",
+            "finished_at": time.time(),
+        },
+    )
     return "finished"
 
 
@@ -191,9 +241,16 @@ def run_job(spec: JobSpec) -> str:
 
 def _run_job_locked(spec: JobSpec) -> str:
     db = ResultsDB(spec.results_url)
-    db.upsert("eval_problems", {**_base_row(spec), "status": "running", "started_at": time.time(),
-                                "thread_id": store.thread_id(spec.run_id, spec.mode, spec.problem["name"]),
-                                "worker": f"{socket.gethostname()}:{os.getpid()}"})
+    db.upsert(
+        "eval_problems",
+        {
+            **_base_row(spec),
+            "status": "running",
+            "started_at": time.time(),
+            "thread_id": store.thread_id(spec.run_id, spec.mode, spec.problem["name"]),
+            "worker": f"{socket.gethostname()}:{os.getpid()}",
+        },
+    )
     try:
         return _run_torch_compile(spec, db) if spec.mode == TORCH_COMPILE else _run_agents(spec, db)
     except Exception as exc:  # recorded for the report; --resume tries the job again

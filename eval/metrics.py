@@ -60,10 +60,18 @@ def outcomes(rows: list[dict[str, Any]], problems: list[tuple[str, str]], modes:
                 found.append(Outcome(problem=name, category=category, mode=mode, solved=False, speedup=1.0))
                 continue
             solved = counts_as_solved(r["status"], bool(r["solved"]))
-            found.append(Outcome(problem=name, category=category, mode=mode, solved=solved,
-                                 speedup=float(r["best_speedup"] or 0.0) if solved else 1.0,
-                                 tokens=float(r.get("input_tokens") or 0.0) + float(r.get("output_tokens") or 0.0),
-                                 cost_usd=float(r.get("cost_usd") or 0.0), iterations=int(r.get("iterations") or 0)))
+            found.append(
+                Outcome(
+                    problem=name,
+                    category=category,
+                    mode=mode,
+                    solved=solved,
+                    speedup=float(r["best_speedup"] or 0.0) if solved else 1.0,
+                    tokens=float(r.get("input_tokens") or 0.0) + float(r.get("output_tokens") or 0.0),
+                    cost_usd=float(r.get("cost_usd") or 0.0),
+                    iterations=int(r.get("iterations") or 0),
+                )
+            )
     return found
 
 
@@ -109,8 +117,10 @@ def by_key(outcomes: list[Outcome], key: str) -> dict[str, list[Outcome]]:
 
 
 def by_mode_and_category(outcomes: list[Outcome]) -> dict[str, dict[str, dict[str, Any]]]:
-    return {mode: {cat: summarize(group) for cat, group in sorted(by_key(rows, "category").items())}
-            for mode, rows in by_key(outcomes, "mode").items()}
+    return {
+        mode: {cat: summarize(group) for cat, group in sorted(by_key(rows, "category").items())}
+        for mode, rows in by_key(outcomes, "mode").items()
+    }
 
 
 def best_so_far(attempts: list[dict[str, Any]], max_iterations: int) -> dict[str, list[float]]:

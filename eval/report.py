@@ -63,30 +63,62 @@ def partial_note(problems: list[dict[str, Any]]) -> str:
     waiting = [r for r in problems if r["status"] in PENDING]
     if not waiting:
         return ""
-    return (f"PARTIAL: {len(waiting)} of {len(problems)} jobs pending or running; they count as unsolved "
-            f"at 1.0x below")
+    return f"PARTIAL: {len(waiting)} of {len(problems)} jobs pending or running; they count as unsolved at 1.0x below"
 
 
 def table_one(summaries: dict[str, dict[str, Any]]) -> Table:
     header = ["Mode", "Success", "Speedup (solved, mean)", "Geomean (all)", "Fast_1"]
-    rows = [[mode, _pct(s["success_rate"]), _fmt(s["speedup_solved"]["mean"], ".2f", "x"),
-             _fmt(s["speedup_all"]["geomean"], ".2f", "x"), _pct(s["fast"][1.0])] for mode, s in summaries.items()]
+    rows = [
+        [
+            mode,
+            _pct(s["success_rate"]),
+            _fmt(s["speedup_solved"]["mean"], ".2f", "x"),
+            _fmt(s["speedup_all"]["geomean"], ".2f", "x"),
+            _pct(s["fast"][1.0]),
+        ]
+        for mode, s in summaries.items()
+    ]
     return header, rows
 
 
 def table_full(summaries: dict[str, dict[str, Any]], priced: bool) -> Table:
     """All metrics; USD columns read "n/a" when the run had no price table (tokens are still counted)."""
-    header = ["Mode", "Problems", "Solved", "fast_0", "fast_1", "fast_1.2", "fast_2", "Mean (solved)",
-              "Geomean (solved)", "Median (solved)", "Mean (all)", "Geomean (all)", "Median (all)",
-              "Tokens / solved", "USD / solved"]
+    header = [
+        "Mode",
+        "Problems",
+        "Solved",
+        "fast_0",
+        "fast_1",
+        "fast_1.2",
+        "fast_2",
+        "Mean (solved)",
+        "Geomean (solved)",
+        "Median (solved)",
+        "Mean (all)",
+        "Geomean (all)",
+        "Median (all)",
+        "Tokens / solved",
+        "USD / solved",
+    ]
     rows = []
     for mode, s in summaries.items():
         ss, sa = s["speedup_solved"], s["speedup_all"]
-        rows.append([mode, str(s["problems"]), str(s["solved"]), *(_pct(s["fast"][p]) for p in metrics.FAST_THRESHOLDS),
-                     _fmt(ss["mean"], ".2f", "x"), _fmt(ss["geomean"], ".2f", "x"), _fmt(ss["median"], ".2f", "x"),
-                     _fmt(sa["mean"], ".2f", "x"), _fmt(sa["geomean"], ".2f", "x"), _fmt(sa["median"], ".2f", "x"),
-                     _fmt(s["tokens_per_solved"], ".0f"),
-                     _fmt(s["cost_per_solved_usd"] if priced else None, ".4f")])
+        rows.append(
+            [
+                mode,
+                str(s["problems"]),
+                str(s["solved"]),
+                *(_pct(s["fast"][p]) for p in metrics.FAST_THRESHOLDS),
+                _fmt(ss["mean"], ".2f", "x"),
+                _fmt(ss["geomean"], ".2f", "x"),
+                _fmt(ss["median"], ".2f", "x"),
+                _fmt(sa["mean"], ".2f", "x"),
+                _fmt(sa["geomean"], ".2f", "x"),
+                _fmt(sa["median"], ".2f", "x"),
+                _fmt(s["tokens_per_solved"], ".0f"),
+                _fmt(s["cost_per_solved_usd"] if priced else None, ".4f"),
+            ]
+        )
     return header, rows
 
 
@@ -97,9 +129,17 @@ def table_categories(per: dict[str, dict[str, dict[str, Any]]]) -> Table:
         for mode, cats in per.items():
             if cat in cats:
                 s = cats[cat]
-                rows.append([cat, mode, str(s["problems"]), _pct(s["success_rate"]),
-                             _fmt(s["speedup_solved"]["mean"], ".2f", "x"),
-                             _fmt(s["speedup_all"]["geomean"], ".2f", "x"), _pct(s["fast"][1.0])])
+                rows.append(
+                    [
+                        cat,
+                        mode,
+                        str(s["problems"]),
+                        _pct(s["success_rate"]),
+                        _fmt(s["speedup_solved"]["mean"], ".2f", "x"),
+                        _fmt(s["speedup_all"]["geomean"], ".2f", "x"),
+                        _pct(s["fast"][1.0]),
+                    ]
+                )
     return header, rows
 
 
@@ -118,16 +158,24 @@ def table_problems(problems: list[dict[str, Any]], modes: list[str], attempts: l
             if c is None:
                 row.append("missing: counted unsolved")
             elif c["solved"] and c["status"] != "finished":
-                row.append(f"{c['status']}: kept accepted best {c['best_speedup']:.2f}x @{c['best_iteration']}, "
-                           "counted unsolved")
+                row.append(
+                    f"{c['status']}: kept accepted best {c['best_speedup']:.2f}x @{c['best_iteration']}, "
+                    "counted unsolved"
+                )
             elif c["solved"]:
-                ci = (f" [{c['best_ci_low']:.2f}-{c['best_ci_high']:.2f}]"
-                      if c.get("best_ci_low") is not None and c.get("best_ci_high") is not None else "")
+                ci = (
+                    f" [{c['best_ci_low']:.2f}-{c['best_ci_high']:.2f}]"
+                    if c.get("best_ci_low") is not None and c.get("best_ci_high") is not None
+                    else ""
+                )
                 it = f" @{c['best_iteration']}" if mode != TORCH_COMPILE else ""
                 row.append(f"{c['best_speedup']:.2f}x{ci}{it}")
             else:
-                tried = [a["status"] + ("" if a["status"] != "ok" or a.get("accepted") is None else " (not accepted)")
-                         for a in attempts if a["problem"] == name and a["mode"] == mode]
+                tried = [
+                    a["status"] + ("" if a["status"] != "ok" or a.get("accepted") is None else " (not accepted)")
+                    for a in attempts
+                    if a["problem"] == name and a["mode"] == mode
+                ]
                 why = c["message"] if c["status"] != "finished" or not tried else ", ".join(tried)
                 row.append(f"{c['status'] if c['status'] != 'finished' else 'unsolved'}: {why or 'no attempt'}"[:120])
         rows.append(row)
@@ -137,8 +185,9 @@ def table_problems(problems: list[dict[str, Any]], modes: list[str], attempts: l
 def md_table(table: Table) -> str:
     header, rows = table
     esc = [[cell.replace("|", "\\|") for cell in row] for row in rows]
-    return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-                      *("| " + " | ".join(r) + " |" for r in esc)])
+    return "\n".join(
+        ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(r) + " |" for r in esc)]
+    )
 
 
 def html_table(table: Table) -> str:
@@ -171,10 +220,22 @@ def build(run_id: str, results_url: str | None = None) -> dict[str, Any]:
     status_counts: dict[str, int] = {}
     for r in problems:
         status_counts[r["status"]] = status_counts.get(r["status"], 0) + 1
-    return {"run": run, "modes": modes, "attempts": attempts, "all_modes": all_modes, "context": context, "problems": problems,
-            "outcomes": outcomes, "summaries": summaries, "per_category": per_category, "curves": curves,
-            "status_counts": status_counts, "n_problems": n_problems,
-            "machine": loads(run["machine_json"], {}), "settings": loads(run["settings_json"], {})}
+    return {
+        "run": run,
+        "modes": modes,
+        "attempts": attempts,
+        "all_modes": all_modes,
+        "context": context,
+        "problems": problems,
+        "outcomes": outcomes,
+        "summaries": summaries,
+        "per_category": per_category,
+        "curves": curves,
+        "status_counts": status_counts,
+        "n_problems": n_problems,
+        "machine": loads(run["machine_json"], {}),
+        "settings": loads(run["settings_json"], {}),
+    }
 
 
 def render_figures(data: dict[str, Any]) -> dict[str, bytes]:
@@ -187,8 +248,10 @@ def render_figures(data: dict[str, Any]) -> dict[str, bytes]:
         else:
             unsolved[o.mode][o.category] = unsolved[o.mode].get(o.category, 0) + 1
     baseline = data["summaries"].get(TORCH_COMPILE, {}).get("speedup_all", {}).get("geomean")
-    return {"fig3_categories.png": figures.category_distribution(speedups, cats, unsolved),
-            "fig4_iterations.png": figures.iteration_curves(data["curves"], baseline)}
+    return {
+        "fig3_categories.png": figures.category_distribution(speedups, cats, unsolved),
+        "fig4_iterations.png": figures.iteration_curves(data["curves"], baseline),
+    }
 
 
 def _sections(data: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -202,7 +265,8 @@ def _sections(data: dict[str, Any]) -> list[tuple[str, Any]]:
     else:
         tc_note = "torch.compile: not measured in this run (add --torch-compile; results are cached per machine)"
     overview = [
-        f"- suite: `{run['suite_dir']}`" + (f" with overrides `{run['overrides_path']}`" if run["overrides_path"] else ""),
+        f"- suite: `{run['suite_dir']}`"
+        + (f" with overrides `{run['overrides_path']}`" if run["overrides_path"] else ""),
         f"- problems: {data['n_problems']}; modes: {', '.join(data['modes'])}; attempt budget: "
         f"{ctx.get('max_iterations')} per problem and mode; job statuses: "
         + ", ".join(f"{n} {s}" for s, n in sorted(data["status_counts"].items())),
@@ -210,8 +274,8 @@ def _sections(data: dict[str, Any]) -> list[tuple[str, Any]]:
         f"`{ctx.get('conductor_model') or ctx.get('coder_model') or '(default)'}`",
         f"- machine: {machine.get('cpu')} ({machine.get('cores')} cores, {machine.get('simd')}), torch "
         f"{machine.get('torch')}; kernels and references run with {ctx.get('num_threads')} thread(s)",
-        f"- harness: {settings.get('workers')} worker(s)" + (f" on Ray ({settings['ray_address']})"
-                                                          if settings.get("ray_address") else "")
+        f"- harness: {settings.get('workers')} worker(s)"
+        + (f" on Ray ({settings['ray_address']})" if settings.get("ray_address") else "")
         + f", budget {settings.get('problem_budget_s'):.0f} s per problem and mode; wall time {run['wall_s'] or 0:.0f} s",
         f"- {tc_note}",
     ]
@@ -222,7 +286,10 @@ def _sections(data: dict[str, Any]) -> list[tuple[str, Any]]:
         ("Per category", table_categories(data["per_category"])),
         ("Figure 3: speedup distribution per category", "fig3_categories.png"),
         ("Figure 4: best-so-far by iteration", "fig4_iterations.png"),
-        ("Per problem (best speedup [95% CI] @attempt, or why not)", table_problems(data["problems"], data["all_modes"], data["attempts"])),
+        (
+            "Per problem (best speedup [95% CI] @attempt, or why not)",
+            table_problems(data["problems"], data["all_modes"], data["attempts"]),
+        ),
         ("Conventions", [f"- {c}" for c in CONVENTIONS]),
     ]
 
@@ -242,10 +309,12 @@ def render_markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-STYLE = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}"
-         "table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.9em}"
-         "th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left}th{background:#f2f0ff}"
-         "img{max-width:100%}code{background:#f5f5f5;padding:0 .2em}")
+STYLE = (
+    "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}"
+    "table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.9em}"
+    "th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left}th{background:#f2f0ff}"
+    "img{max-width:100%}code{background:#f5f5f5;padding:0 .2em}"
+)
 
 
 def _inline_md(text: str) -> str:
@@ -253,14 +322,19 @@ def _inline_md(text: str) -> str:
     out = html.escape(text.removeprefix("- "))
     for mark, tag in (("**", "b"), ("`", "code"), ("*", "i")):
         parts = out.split(mark)
-        out = "".join(p if i % 2 == 0 else f"<{tag}>{p}</{tag}>" for i, p in enumerate(parts)) if len(parts) % 2 else out
+        out = (
+            "".join(p if i % 2 == 0 else f"<{tag}>{p}</{tag}>" for i, p in enumerate(parts)) if len(parts) % 2 else out
+        )
     return out
 
 
 def render_html(data: dict[str, Any], pngs: dict[str, bytes]) -> str:
     note = partial_note(data["problems"])
-    body = [f"<h1>Evaluation run <code>{html.escape(data['run']['run_id'])}</code>"
-            + (f" ({html.escape(note)})" if note else "") + "</h1>"]
+    body = [
+        f"<h1>Evaluation run <code>{html.escape(data['run']['run_id'])}</code>"
+        + (f" ({html.escape(note)})" if note else "")
+        + "</h1>"
+    ]
     for heading, content in _sections(data):
         body.append(f"<h2>{html.escape(heading)}</h2>")
         if isinstance(content, str):
@@ -270,9 +344,12 @@ def render_html(data: dict[str, Any], pngs: dict[str, bytes]) -> str:
             body.append(html_table(content))
         else:
             body.append("<ul>" + "".join(f"<li>{_inline_md(line)}</li>" for line in content) + "</ul>")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>PRAGMA evaluation "
-            f"{html.escape(data['run']['run_id'])}</title><style>{STYLE}</style></head><body>"
-            + "\n".join(body) + "</body></html>\n")
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>PRAGMA evaluation "
+        f"{html.escape(data['run']['run_id'])}</title><style>{STYLE}</style></head><body>"
+        + "\n".join(body)
+        + "</body></html>\n"
+    )
 
 
 def write_report(run_id: str, out_dir: Path, results_url: str | None = None) -> list[Path]:
@@ -285,7 +362,15 @@ def write_report(run_id: str, out_dir: Path, results_url: str | None = None) -> 
         written.append(out_dir / name)
     (out_dir / "report.md").write_text(render_markdown(data))
     (out_dir / "report.html").write_text(render_html(data, pngs))
-    (out_dir / "summary.json").write_text(json.dumps(
-        {"run_id": run_id, "summaries": {m: {**s, "fast": {str(k): v for k, v in s["fast"].items()}}
-                                         for m, s in data["summaries"].items()}}, indent=1))
+    (out_dir / "summary.json").write_text(
+        json.dumps(
+            {
+                "run_id": run_id,
+                "summaries": {
+                    m: {**s, "fast": {str(k): v for k, v in s["fast"].items()}} for m, s in data["summaries"].items()
+                },
+            },
+            indent=1,
+        )
+    )
     return written + [out_dir / "report.md", out_dir / "report.html", out_dir / "summary.json"]

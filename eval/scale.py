@@ -47,8 +47,12 @@ def _task(spec_json: str, budget_s: float, prior_wall_s: float) -> str:
 
 
 def _connect(ray: Any, address: str, runtime_env: dict[str, Any]) -> None:
-    kwargs = {"runtime_env": runtime_env, "ignore_reinit_error": True, "log_to_driver": False,
-              "include_dashboard": False}
+    kwargs = {
+        "runtime_env": runtime_env,
+        "ignore_reinit_error": True,
+        "log_to_driver": False,
+        "include_dashboard": False,
+    }
     if address == "local":
         ray.init(**kwargs)  # a fresh single-node instance, stopped with this process
     else:
@@ -56,8 +60,15 @@ def _connect(ray: Any, address: str, runtime_env: dict[str, Any]) -> None:
         ray.init(address=address, **kwargs)
 
 
-def run_on_ray(address: str, specs: list[JobSpec], prior: dict[tuple[str, str], float], budget_s: float,
-               db: ResultsDB, progress: Any, runtime_env: dict[str, Any] | None = None) -> dict[str, int]:
+def run_on_ray(
+    address: str,
+    specs: list[JobSpec],
+    prior: dict[tuple[str, str], float],
+    budget_s: float,
+    db: ResultsDB,
+    progress: Any,
+    runtime_env: dict[str, Any] | None = None,
+) -> dict[str, int]:
     from pragma.eval.harness import HarnessError
 
     try:
@@ -82,8 +93,16 @@ def run_on_ray(address: str, specs: list[JobSpec], prior: dict[tuple[str, str], 
                     status = ray.get(ref)
                 except Exception as exc:  # the task itself died (node lost, worker killed)
                     status = "error"
-                    db.upsert("eval_problems", {"run_id": spec.run_id, "problem": spec.key[0], "mode": spec.key[1],
-                                                "status": "error", "message": f"Ray task failed: {str(exc)[:300]}"})
+                    db.upsert(
+                        "eval_problems",
+                        {
+                            "run_id": spec.run_id,
+                            "problem": spec.key[0],
+                            "mode": spec.key[1],
+                            "status": "error",
+                            "message": f"Ray task failed: {str(exc)[:300]}",
+                        },
+                    )
                 counts[status] = counts.get(status, 0) + 1
                 progress.finished(spec.key, status, db, spec.run_id)
             if specs:
@@ -91,11 +110,18 @@ def run_on_ray(address: str, specs: list[JobSpec], prior: dict[tuple[str, str], 
     except BaseException:
         for ref, spec in pending.items():
             ray.cancel(ref, force=True)
-            db.upsert("eval_problems", {"run_id": spec.run_id, "problem": spec.key[0], "mode": spec.key[1],
-                                        "status": "interrupted", "message": "the harness was interrupted"})
+            db.upsert(
+                "eval_problems",
+                {
+                    "run_id": spec.run_id,
+                    "problem": spec.key[0],
+                    "mode": spec.key[1],
+                    "status": "interrupted",
+                    "message": "the harness was interrupted",
+                },
+            )
         raise
     finally:
         if address == "local":
             ray.shutdown()
     return counts
-

@@ -50,8 +50,9 @@ def checkpointer(url: str) -> Iterator[Any]:
         try:
             from langgraph.checkpoint.postgres import PostgresSaver
         except ImportError:
-            raise RuntimeError("a PostgreSQL checkpointer needs the scale extra: "
-                               "pip install 'pragma-kernels[scale]'") from None
+            raise RuntimeError(
+                "a PostgreSQL checkpointer needs the scale extra: pip install 'pragma-kernels[scale]'"
+            ) from None
         with PostgresSaver.from_conn_string(url) as saver:
             saver.setup()  # idempotent: creates or migrates the checkpoint tables
             yield saver

@@ -60,7 +60,10 @@ def degenerate_outputs(output: Any, atol: float = ATOL, rtol: float = RTOL) -> l
     found = []
     for i, ref in enumerate(_tensors(output)):
         if ref.is_floating_point():
-            fakes = {"all-zeros": torch.zeros_like(ref), "constant mean": torch.full_like(ref, float(ref.double().mean()))}
+            fakes = {
+                "all-zeros": torch.zeros_like(ref),
+                "constant mean": torch.full_like(ref, float(ref.double().mean())),
+            }
             for label, fake in fakes.items():
                 if bool(torch.isclose(fake, ref, atol=atol, rtol=rtol).all()):
                     found.append(f"output {i}: {label}")
@@ -69,8 +72,9 @@ def degenerate_outputs(output: Any, atol: float = ATOL, rtol: float = RTOL) -> l
     return found
 
 
-def decidability(model: Any, trial_inputs: list[list[Any]], seed: int, atol: float = ATOL,
-                 rtol: float = RTOL) -> dict[str, Any]:
+def decidability(
+    model: Any, trial_inputs: list[list[Any]], seed: int, atol: float = ATOL, rtol: float = RTOL
+) -> dict[str, Any]:
     """The verifier's tolerance_discriminates rule, judged the way the judge judges it: across the
     reference outputs of the trials and of the stress variants of the last trial's inputs."""
     import torch
@@ -95,13 +99,19 @@ def decidability(model: Any, trial_inputs: list[list[Any]], seed: int, atol: flo
         used.append(var["name"])
         judged.append((out, stress.variant_atol(atol, base_peak, out), rtol))
     why = stress.degenerate_across(judged)
-    return {"decidable": not why, "why": why, "needs_stress": trials_alone and not why,
-            "stress_used": used, "stress_skipped": skipped_out,
-            "structures": stress.describe_structures(trial_inputs[-1])}
+    return {
+        "decidable": not why,
+        "why": why,
+        "needs_stress": trials_alone and not why,
+        "stress_used": used,
+        "stress_skipped": skipped_out,
+        "structures": stress.describe_structures(trial_inputs[-1]),
+    }
 
 
-def check_problem(path: str, *, seed: int = 1234, time_threads: tuple[int, ...] = (),
-                  timed_calls: int = 15) -> dict[str, Any]:
+def check_problem(
+    path: str, *, seed: int = 1234, time_threads: tuple[int, ...] = (), timed_calls: int = 15
+) -> dict[str, Any]:
     """Reference output checks and, when asked, per-call timings (ms) at each thread count."""
     import torch
 
@@ -117,9 +127,11 @@ def check_problem(path: str, *, seed: int = 1234, time_threads: tuple[int, ...] 
     inputs = trial_inputs[0]
     with torch.no_grad():
         out = model(*inputs)
-        result: dict[str, Any] = {"degenerate": degenerate_outputs(out),
-                                  "output_shapes": [list(t.shape) for t in _tensors(out)],
-                                  **decidability(model, trial_inputs, seed)}
+        result: dict[str, Any] = {
+            "degenerate": degenerate_outputs(out),
+            "output_shapes": [list(t.shape) for t in _tensors(out)],
+            **decidability(model, trial_inputs, seed),
+        }
         previous = torch.get_num_threads()
         for n in time_threads:
             torch.set_num_threads(n)
@@ -137,8 +149,9 @@ def check_problem(path: str, *, seed: int = 1234, time_threads: tuple[int, ...] 
     return result
 
 
-def check_suite(suite: str, overrides: str | None = None, *, time_refs: bool = False,
-                on_problem: Any = None) -> dict[str, dict[str, Any]]:
+def check_suite(
+    suite: str, overrides: str | None = None, *, time_refs: bool = False, on_problem: Any = None
+) -> dict[str, dict[str, Any]]:
     """Every problem's figures by name; a problem that cannot load gets ``{"error": ...}``."""
     figures: dict[str, dict[str, Any]] = {}
     for p in load_suite(suite, overrides):
@@ -170,8 +183,9 @@ def render_row(p: SuiteProblem, res: dict[str, Any], console: Any) -> None:
     ok = "error" not in res and res["decidable"]
     used = len(res.get("stress_used", []))
     text = f"{p.name:<44} {p.category:<18} {used}/4 variants  {timing + '  ' if timing else ''}{verdict(res)}"
-    console.print(text if ok else f"[bold red]{escape(text)}[/bold red]", soft_wrap=True, highlight=False,
-                  markup=not ok)
+    console.print(
+        text if ok else f"[bold red]{escape(text)}[/bold red]", soft_wrap=True, highlight=False, markup=not ok
+    )
 
 
 def summary(figures: dict[str, dict[str, Any]]) -> tuple[str, int]:
@@ -180,15 +194,22 @@ def summary(figures: dict[str, dict[str, Any]]) -> tuple[str, int]:
     bad = sum("error" not in r and not r["decidable"] for r in figures.values())
     stressed = sum("error" not in r and r["decidable"] and r["needs_stress"] for r in figures.values())
     good = len(figures) - errors - bad
-    line = (f"{len(figures)} problems: {good} decidable ({stressed} only with the stress variants), "
-            f"{bad} not decidable, {errors} failed to load")
+    line = (
+        f"{len(figures)} problems: {good} decidable ({stressed} only with the stress variants), "
+        f"{bad} not decidable, {errors} failed to load"
+    )
     return line, 1 if errors or bad else 0
 
 
 def write_json(path: Path, figures: dict[str, dict[str, Any]]) -> None:
     # Timings on a shared 2-core machine depend on what else runs: record the load with them.
-    meta = {"load_average_1m": round(os.getloadavg()[0], 2), "timed_calls": 15, "cpu_count": os.cpu_count(),
-            "measured_at": time.strftime("%Y-%m-%d %H:%M:%S"), "torch": importlib.metadata.version("torch")}
+    meta = {
+        "load_average_1m": round(os.getloadavg()[0], 2),
+        "timed_calls": 15,
+        "cpu_count": os.cpu_count(),
+        "measured_at": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "torch": importlib.metadata.version("torch"),
+    }
     path.write_text(json.dumps({"_meta": meta, **figures}, indent=1, sort_keys=True) + "\n")
 
 
@@ -202,8 +223,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the figures to this JSON file")
     args = parser.parse_args(argv)
     console = Console(highlight=False)
-    figures = check_suite(args.suite, args.overrides, time_refs=args.time,
-                          on_problem=lambda p, res: render_row(p, res, console))
+    figures = check_suite(
+        args.suite, args.overrides, time_refs=args.time, on_problem=lambda p, res: render_row(p, res, console)
+    )
     line, code = summary(figures)
     console.print(line, soft_wrap=True)
     if args.json:

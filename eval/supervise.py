@@ -123,8 +123,9 @@ def start(spec: JobSpec, prior_wall_s: float, *, exec_python: bool = False) -> R
     return running
 
 
-def settle(db: ResultsDB, running: Running, *, killed_for_budget: float | None = None,
-           interrupted: bool = False) -> str:
+def settle(
+    db: ResultsDB, running: Running, *, killed_for_budget: float | None = None, interrupted: bool = False
+) -> str:
     """Record how a job process ended; returns the job's final status in the database."""
     spec = running.spec
     name, mode = spec.key
@@ -132,17 +133,32 @@ def settle(db: ResultsDB, running: Running, *, killed_for_budget: float | None =
         log.warning("%s [%s]: another live process advances this job; left to it", name, mode)
         return "locked"  # that process owns the job's rows: write nothing
     db.add_wall(spec.run_id, name, mode, running.elapsed_s())
-    base = {"run_id": spec.run_id, "problem": name, "mode": mode, "category": spec.problem["category"],
-            "path": spec.problem["path"], "sha256": spec.problem["sha256"]}
+    base = {
+        "run_id": spec.run_id,
+        "problem": name,
+        "mode": mode,
+        "category": spec.problem["category"],
+        "path": spec.problem["path"],
+        "sha256": spec.problem["sha256"],
+    }
     if killed_for_budget is not None:
-        db.upsert("eval_problems", {**base, "status": "budget_exceeded", "finished_at": time.time(),
-                                    "message": f"killed after the per-problem budget of {killed_for_budget:.0f} s"})
+        db.upsert(
+            "eval_problems",
+            {
+                **base,
+                "status": "budget_exceeded",
+                "finished_at": time.time(),
+                "message": f"killed after the per-problem budget of {killed_for_budget:.0f} s",
+            },
+        )
         _best_from_attempts(db, spec)
         return "budget_exceeded"
     if interrupted:
         db.upsert("eval_problems", {**base, "status": "interrupted", "message": "the harness was interrupted"})
         return "interrupted"
-    rows = db.query("SELECT status FROM eval_problems WHERE run_id=? AND problem=? AND mode=?", (spec.run_id, name, mode))
+    rows = db.query(
+        "SELECT status FROM eval_problems WHERE run_id=? AND problem=? AND mode=?", (spec.run_id, name, mode)
+    )
     status = rows[0]["status"] if rows else "missing"
     if status == "running":  # the process died without recording an end (a crash, a signal)
         code = running.exit_code()
@@ -159,10 +175,14 @@ def budget_best(state: dict[str, Any], attempt_rows: list[dict[str, Any]]) -> di
     row = next((a for a in attempt_rows if int(a["iteration"]) == int(best.get("iteration", -1))), {})
     ci = best.get("speedup_ci") or [None, None]
     iterations = max(int(state.get("iteration", 0) or 0), len(attempt_rows))
-    return {"solved": int(bool(best)), "best_speedup": float(best.get("speedup", 0.0)),
-            "best_iteration": int(best.get("iteration", 0)),
-            "best_ci_low": row.get("ci_low", ci[0]) if best else None,
-            "best_ci_high": row.get("ci_high", ci[1]) if best else None, "iterations": iterations}
+    return {
+        "solved": int(bool(best)),
+        "best_speedup": float(best.get("speedup", 0.0)),
+        "best_iteration": int(best.get("iteration", 0)),
+        "best_ci_low": row.get("ci_low", ci[0]) if best else None,
+        "best_ci_high": row.get("ci_high", ci[1]) if best else None,
+        "iterations": iterations,
+    }
 
 
 def _checkpoint_state(spec: JobSpec) -> dict[str, Any]:
@@ -177,8 +197,11 @@ def _checkpoint_state(spec: JobSpec) -> dict[str, Any]:
 def _best_from_attempts(db: ResultsDB, spec: JobSpec) -> None:
     """A job killed for its budget keeps the verifier's last accepted best (see budget_best)."""
     name, mode = spec.key
-    rows = db.query("SELECT iteration, status, speedup, accepted, ci_low, ci_high FROM eval_attempts WHERE run_id=? "
-                    "AND problem=? AND mode=?", (spec.run_id, name, mode))
+    rows = db.query(
+        "SELECT iteration, status, speedup, accepted, ci_low, ci_high FROM eval_attempts WHERE run_id=? "
+        "AND problem=? AND mode=?",
+        (spec.run_id, name, mode),
+    )
     try:
         state = {} if spec.mode == "torch.compile" else _checkpoint_state(spec)
     except Exception as exc:  # an unreadable checkpoint: keep no best rather than guess one

@@ -79,14 +79,22 @@ def _torch_compile(req: dict[str, Any], workdir: Path) -> dict[str, Any]:
         out = compiled(*inputs)  # the first call compiles (inductor, C++ via g++ on CPU)
     except Exception as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        return {"status": "unavailable", "reason": f"torch.compile failed: {type(exc).__name__}: {first}",
-                "log_tail": traceback.format_exc()[-3000:]}
+        return {
+            "status": "unavailable",
+            "reason": f"torch.compile failed: {type(exc).__name__}: {first}",
+            "log_tail": traceback.format_exc()[-3000:],
+        }
     _announce(workdir, "check")
     for trial in range(2):
         inputs = _inputs(problem, int(req["seed"]) + 1000 + trial)
         ref, out = model(*inputs), compiled(*inputs)
-        pairs = list(zip(ref if isinstance(ref, (tuple, list)) else [ref],
-                         out if isinstance(out, (tuple, list)) else [out], strict=False))
+        pairs = list(
+            zip(
+                ref if isinstance(ref, (tuple, list)) else [ref],
+                out if isinstance(out, (tuple, list)) else [out],
+                strict=False,
+            )
+        )
         for r, o in pairs:
             if not torch.allclose(o, r, atol=float(req["atol"]), rtol=float(req["rtol"])):
                 diff = float((o.double() - r.double()).abs().max())
@@ -123,8 +131,11 @@ def main(request_path: str) -> int:
         with torch.no_grad():
             result = _reference(req, workdir) if req["mode"] == "reference" else _torch_compile(req, workdir)
     except BaseException as exc:  # the problem itself failed: say so, never crash
-        result = {"status": "error", "reason": f"{type(exc).__name__}: {str(exc)[:300]}",
-                  "log_tail": traceback.format_exc()[-3000:]}
+        result = {
+            "status": "error",
+            "reason": f"{type(exc).__name__}: {str(exc)[:300]}",
+            "log_tail": traceback.format_exc()[-3000:],
+        }
     _announce(workdir, "done")
     tmp = workdir / "result.json.tmp"
     tmp.write_text(json.dumps(result))

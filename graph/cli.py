@@ -23,8 +23,12 @@ from pragma.graph.clikit import (
 )
 from pragma.knowledge.cli import knowledge_app
 
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
-                  help="PRAGMA: profile-guided multi-agent kernel optimization.")
+app = typer.Typer(
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    no_args_is_help=True,
+    help="PRAGMA: profile-guided multi-agent kernel optimization.",
+)
 app.add_typer(knowledge_app, name="knowledge")
 app.add_typer(eval_app, name="eval")
 
@@ -34,8 +38,12 @@ def verify(
     problem: Path = typer.Argument(..., help="KernelBench-format problem file (Model, get_inputs, get_init_inputs)."),
     candidate: Path = typer.Argument(..., help="Python module defining ModelNew."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
-    best: Path | None = typer.Option(None, "--best", help="The current best ModelNew: timed in the same "
-                                     "rounds; is_new_best says whether CANDIDATE beats it significantly."),
+    best: Path | None = typer.Option(
+        None,
+        "--best",
+        help="The current best ModelNew: timed in the same "
+        "rounds; is_new_best says whether CANDIDATE beats it significantly.",
+    ),
     setting: list[str] = typer.Option([], "--set", help=SETTINGS_HELP),
 ) -> None:
     """Compile, check and time CANDIDATE against PROBLEM's reference in the sandbox."""
@@ -54,12 +62,16 @@ def verify(
         line = f"{result['status']}: {result['message']}"
         if result["status"] == "ok":
             low, high = result["speedup_ci"]
-            line += (f"\nspeedup {result['speedup']:.3f}x (95% CI {low:.3f}-{high:.3f})  candidate "
-                     f"{result['runtime_ms']:.4f} ms  reference {result['ref_runtime_ms']:.4f} ms  "
-                     f"(medians of {len(result['samples_ms']['candidate'])}, {result['num_threads']} thread(s))")
+            line += (
+                f"\nspeedup {result['speedup']:.3f}x (95% CI {low:.3f}-{high:.3f})  candidate "
+                f"{result['runtime_ms']:.4f} ms  reference {result['ref_runtime_ms']:.4f} ms  "
+                f"(medians of {len(result['samples_ms']['candidate'])}, {result['num_threads']} thread(s))"
+            )
             if best_code:
                 low, high = result["speedup_vs_best_ci"]
-                line += f"\nvs best {result['speedup_vs_best']:.3f}x (95% CI {low:.3f}-{high:.3f}): {result['acceptance']}"
+                line += (
+                    f"\nvs best {result['speedup_vs_best']:.3f}x (95% CI {low:.3f}-{high:.3f}): {result['acceptance']}"
+                )
         warned = [c["rule"] for c in result["checks"] if c["verdict"] == "warn"]
         if warned:
             line += f"\nwarnings: {', '.join(warned)}"
@@ -72,8 +84,12 @@ def profile(
     problem: Path = typer.Argument(..., help="KernelBench-format problem file."),
     candidate: Path = typer.Argument(..., help="Python module defining ModelNew."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
-    events: str = typer.Option("", "--events", help="Extra perf events, perf metric groups or PRAGMA metric "
-                               "names, comma-separated (e.g. dTLB-load-misses,TopdownL2,sim_d1_misses)."),
+    events: str = typer.Option(
+        "",
+        "--events",
+        help="Extra perf events, perf metric groups or PRAGMA metric "
+        "names, comma-separated (e.g. dTLB-load-misses,TopdownL2,sim_d1_misses).",
+    ),
     setting: list[str] = typer.Option([], "--set", help=SETTINGS_HELP),
 ) -> None:
     """Profile CANDIDATE: perf over the kernel region (counters, top-down, or software events and
@@ -119,8 +135,7 @@ def optimize(
         if problem is None:
             raise UserError("give a PROBLEM file, or --resume THREAD_ID")
         prob = read_problem(problem)
-        ctx = context(setting, max_iterations=max_iterations, coder_model=coder_model,
-                       conductor_model=conductor_model)
+        ctx = context(setting, max_iterations=max_iterations, coder_model=coder_model, conductor_model=conductor_model)
         code = runner.start_run(prob, ctx, out_dir, out)
     raise typer.Exit(code)
 
@@ -136,8 +151,10 @@ def runs() -> None:
         return
     for r in registry.with_live_status(rows):
         best = f"best {r['best_speedup']:.3f}x" if r["best_speedup"] else "no accepted best"
-        out.print(f"{r['thread_id']}  {r['status']:<9} {best}  "
-                  f"{r['iterations']} candidates  {r['problem_path']}  -> {r['out_dir']}")
+        out.print(
+            f"{r['thread_id']}  {r['status']:<9} {best}  "
+            f"{r['iterations']} candidates  {r['problem_path']}  -> {r['out_dir']}"
+        )
 
 
 @app.command()

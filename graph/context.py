@@ -26,63 +26,82 @@ class Context:
     coder_model: str = _knob(
         "", "Chat model for the Coder, 'provider:model' (e.g. 'openai:deepseek-r1'). Env PRAGMA_CODER_MODEL."
     )
-    conductor_model: str = _knob(
-        "", "Chat model for the Conductor (analysis and repair). Empty: same as coder_model."
-    )
+    conductor_model: str = _knob("", "Chat model for the Conductor (analysis and repair). Empty: same as coder_model.")
     llm_timeout_s: float = _knob(600.0, "Timeout of one LLM request, seconds.")
     structured_output: Literal["prompt", "json_mode", "function_calling", "json_schema"] = _knob(
-        "prompt", "How the Conductor's guidance is requested: JSON in the prompt (any server), or the "
-        "server's json_mode / function_calling / json_schema support. Malformed output gets one re-ask.")
+        "prompt",
+        "How the Conductor's guidance is requested: JSON in the prompt (any server), or the "
+        "server's json_mode / function_calling / json_schema support. Malformed output gets one re-ask.",
+    )
     price_table_path: str = _knob(
-        "", "JSON file {model spec: {input_usd_per_1m_tokens, output_usd_per_1m_tokens}}; empty: no costs.")
+        "", "JSON file {model spec: {input_usd_per_1m_tokens, output_usd_per_1m_tokens}}; empty: no costs."
+    )
     max_tokens_total: int = _knob(0, "End the run (keeping the best) after this many LLM tokens; 0: no limit.")
     max_cost_usd: float = _knob(0.0, "End the run (keeping the best) after this LLM cost in USD; 0: no limit.")
     max_wall_s: float = _knob(0.0, "End the run (keeping the best) after this many seconds; 0: no limit.")
     backend: Literal["cpu", "gpu"] = _knob(
-        "cpu", "Target backend of generated kernels: 'cpu' (C++) or 'gpu' (Triton on a CUDA device; without "
-        "one, TRITON_INTERPRET=1 checks correctness on the CPU).")
+        "cpu",
+        "Target backend of generated kernels: 'cpu' (C++) or 'gpu' (Triton on a CUDA device; without "
+        "one, TRITON_INTERPRET=1 checks correctness on the CPU).",
+    )
     gpu_timing: Literal["events", "do_bench"] = _knob(
-        "events", "GPU timing: 'events' (interleaved CUDA events, device-wide synchronize before the end "
-        "event, L2 flush before every call) or 'do_bench' (triton.testing.do_bench per implementation).")
+        "events",
+        "GPU timing: 'events' (interleaved CUDA events, device-wide synchronize before the end "
+        "event, L2 flush before every call) or 'do_bench' (triton.testing.do_bench per implementation).",
+    )
     ncu_timeout_s: float = _knob(600.0, "Wall-clock limit for one Nsight Compute run, seconds.")
     ncu_calls: int = _knob(
-        2, "Forward calls profiled by Nsight Compute (each kernel launch is replayed once per metric pass).")
+        2, "Forward calls profiled by Nsight Compute (each kernel launch is replayed once per metric pass)."
+    )
     agent_mode: Literal["pragma", "no-profile", "single-agent"] = _knob(
-        "pragma", "Which agents run: 'pragma' (Coder, Verifier, Profiler, Conductor), 'no-profile' "
+        "pragma",
+        "Which agents run: 'pragma' (Coder, Verifier, Profiler, Conductor), 'no-profile' "
         "(N-PRAGMA: the same agents, but nothing is profiled and the Conductor sees only correctness "
         "and time) or 'single-agent' (the Coder alone, fed the verifier's compiler, correctness and "
-        "runtime feedback, KernelBench multi-turn style).")
+        "runtime feedback, KernelBench multi-turn style).",
+    )
     candidate_format: Literal["auto", "module", "kernel"] = _knob(
-        "auto", "What the Coder writes: 'module' (a Python module defining ModelNew), 'kernel' (only a C++ "
-        "translation unit with one extern \"C\" function whose signature PRAGMA states; PRAGMA generates the "
+        "auto",
+        "What the Coder writes: 'module' (a Python module defining ModelNew), 'kernel' (only a C++ "
+        'translation unit with one extern "C" function whose signature PRAGMA states; PRAGMA generates the '
         "module around it, and problems it cannot describe fall back to module) or 'auto' (kernel for the "
-        "embedded local model, module otherwise).")
+        "embedded local model, module otherwise).",
+    )
     repair_advice: Literal["auto", "rules", "rules+model"] = _knob(
-        "auto", "Repair instructions after a failed candidate: 'rules' (PRAGMA's fixed hint per verifier rule and "
+        "auto",
+        "Repair instructions after a failed candidate: 'rules' (PRAGMA's fixed hint per verifier rule and "
         "failure status, no LLM call), 'rules+model' (the hints plus the Conductor model's advice) or 'auto' "
-        "(rules for the embedded local model, rules+model otherwise).")
+        "(rules for the embedded local model, rules+model otherwise).",
+    )
     prompt_budget_tokens: int = _knob(
-        0, "Upper bound on one prompt (system + human), approximate tokens; the least important sections are "
-        "trimmed first. 0: automatic (fits the embedded model's context, no limit for other models).")
+        0,
+        "Upper bound on one prompt (system + human), approximate tokens; the least important sections are "
+        "trimmed first. 0: automatic (fits the embedded model's context, no limit for other models).",
+    )
     constrained_decoding: Literal["auto", "grammar", "off"] = _knob(
-        "auto", "Constrain the Coder's reply to one fenced code block with a GBNF grammar (llama.cpp servers): "
-        "'grammar', 'off', or 'auto' (grammar for the embedded local model only).")
+        "auto",
+        "Constrain the Coder's reply to one fenced code block with a GBNF grammar (llama.cpp servers): "
+        "'grammar', 'off', or 'auto' (grammar for the embedded local model only).",
+    )
     kernel_memory: bool = _knob(
-        True, "Use and grow the memory of verified kernels (knowledge/kernels.py): the Coder's prompt shows the "
-        "most similar verified kernels, and every run's accepted best is added. False: neither.")
+        True,
+        "Use and grow the memory of verified kernels (knowledge/kernels.py): the Coder's prompt shows the "
+        "most similar verified kernels, and every run's accepted best is added. False: neither.",
+    )
     kernel_memory_tokens: int = _knob(
-        900, "Cap on the verified-kernels section of the Coder's prompt, approximate tokens; 0 leaves it out.")
+        900, "Cap on the verified-kernels section of the Coder's prompt, approximate tokens; 0 leaves it out."
+    )
     max_iterations: int = _knob(15, "Maximum number of candidates the Coder writes in one run.")
     # 4: the issue-13 runs (4 iterations, strong model) stopped after 2-3 candidates and lost gains
     # the next ones found (max-pool 47x at its stop, 72x two candidates later without it); the
     # first candidate plus three profile-guided refinements is the least that shows whether the
     # profile's direction pays, and costs ~4 LLM round-trips, a fraction of max_iterations=15.
     min_iterations: int = _knob(
-        4, "Candidates written before the Conductor's stop is honoured; after that a stop also needs the best "
-        "kernel near its roof (graph/routing.py: stop_verdict). max_iterations and budgets still end runs earlier.")
-    max_repairs: int = _knob(
-        4, "Maximum consecutive failed candidates before the run stops trying to repair."
+        4,
+        "Candidates written before the Conductor's stop is honoured; after that a stop also needs the best "
+        "kernel near its roof (graph/routing.py: stop_verdict). max_iterations and budgets still end runs earlier.",
     )
+    max_repairs: int = _knob(4, "Maximum consecutive failed candidates before the run stops trying to repair.")
     compile_timeout_s: float = _knob(180.0, "Wall-clock limit for building a candidate, seconds.")
     run_timeout_s: float = _knob(120.0, "Wall-clock limit for checking and timing a candidate, seconds.")
     memory_limit_bytes: int = _knob(8 * 2**30, "Address-space limit of a sandboxed candidate, bytes.")
@@ -92,51 +111,59 @@ class Context:
     warmup_calls: int = _knob(5, "Untimed calls before timing, per implementation.")
     timed_calls: int = _knob(100, "Timed calls per implementation (interleaved with the other).")
     warmup_s: float = _knob(
-        0.5, "Minimum warm-up time before timing, seconds: warm-up rounds continue past warmup_calls "
-        "until this much time has passed (fresh processes need tens of calls to settle)."
+        0.5,
+        "Minimum warm-up time before timing, seconds: warm-up rounds continue past warmup_calls "
+        "until this much time has passed (fresh processes need tens of calls to settle).",
     )
     acceptance_margin: float = _knob(
-        0.08, "A candidate replaces the best only when the 95% CI of its speedup over the best lies above "
+        0.08,
+        "A candidate replaces the best only when the 95% CI of its speedup over the best lies above "
         "1 + this margin: an identical kernel timed in two runner processes read up to 5% apart on this "
-        "machine (per-process memory placement), so a CI just above 1.0 is not evidence of a gain."
+        "machine (per-process memory placement), so a CI just above 1.0 is not evidence of a gain.",
     )
     prestarted_judge: bool = _knob(
-        True, "Fork each verification's judge from a sandboxed process started once per launcher thread "
+        True,
+        "Fork each verification's judge from a sandboxed process started once per launcher thread "
         "with torch already imported (saves the interpreter start and torch import per candidate). Off: "
-        "a fresh sandboxed process per verification."
+        "a fresh sandboxed process per verification.",
     )
     fresh_inputs: bool = _knob(
-        True, "Change a few random input elements between timed calls (outside the timed region, the "
+        True,
+        "Change a few random input elements between timed calls (outside the timed region, the "
         "same for every implementation) so no timed call sees inputs it has seen before. Off only to "
-        "measure what freshness costs."
+        "measure what freshness costs.",
     )
     static_checks: bool = _knob(
-        True, "Run the static (AST) anti-cheat rules before the sandbox. Turn off only to test the "
-        "runtime rules alone."
+        True, "Run the static (AST) anti-cheat rules before the sandbox. Turn off only to test the runtime rules alone."
     )
     num_threads: int = _knob(1, "Threads for both reference and candidate (torch and OpenMP).")
     seed: int = _knob(1234, "Base seed for generated inputs and weights.")
     profile_calls: int = _knob(20, "Kernel calls inside the profiled region.")
     profile_simulate: Literal["auto", "always", "never"] = _knob(
-        "auto", "Callgrind cache/branch simulation of the kernel (about 30-60 s per profile): auto = only when perf "
+        "auto",
+        "Callgrind cache/branch simulation of the kernel (about 30-60 s per profile): auto = only when perf "
         "has no hardware counters and the cheap evidence (time, roofline, static analysis, llvm-mca) leaves the "
-        "bottleneck ambiguous; always; or never. Naming a sim_* metric in extra_metrics runs it for that profile."
+        "bottleneck ambiguous; always; or never. Naming a sim_* metric in extra_metrics runs it for that profile.",
     )
     callgrind_calls: int = _knob(
-        2, "Kernel calls simulated by callgrind after one warm-up call; fewer when a call is too slow to "
-        "simulate within half of callgrind_timeout_s.")
+        2,
+        "Kernel calls simulated by callgrind after one warm-up call; fewer when a call is too slow to "
+        "simulate within half of callgrind_timeout_s.",
+    )
     callgrind_timeout_s: float = _knob(300.0, "Wall-clock limit for the callgrind run, seconds.")
     profile_hotspots: bool = _knob(True, "Sample hot spots of the kernel region with perf record -e cpu-clock.")
     measure_peaks: bool = _knob(
-        True, "Measure this machine's peak FLOP/s and memory bandwidth once (a few seconds, cached in the "
-        "data dir) for the roofline."
+        True,
+        "Measure this machine's peak FLOP/s and memory bandwidth once (a few seconds, cached in the "
+        "data dir) for the roofline.",
     )
     knowledge_max_chars: int = _knob(
         6000, "Cap on the profiler-knowledge section of the Conductor's prompt, characters; 0 leaves it out."
     )
     knowledge_tool_calls: int = _knob(
-        3, "Metric lookups (tool lookup_profiler_metric) a tool-capable Conductor model may make per "
-        "decision; 0 disables tool use."
+        3,
+        "Metric lookups (tool lookup_profiler_metric) a tool-capable Conductor model may make per "
+        "decision; 0 disables tool use.",
     )
 
 

@@ -45,14 +45,23 @@ def check_llm(ctx: Context) -> Check:
             model = llm.served_model("coder")
         except llm.LLMError as exc:
             return Check("llm", "fail", str(exc), "set PRAGMA_CODER_MODEL=openai:NAME")
-        return Check("llm", "ok", f"will use openai:{model}, the only model {url} serves (no model named)",
-                     f"set PRAGMA_CODER_MODEL=openai:{model} to pin it")
+        return Check(
+            "llm",
+            "ok",
+            f"will use openai:{model}, the only model {url} serves (no model named)",
+            f"set PRAGMA_CODER_MODEL=openai:{model} to pin it",
+        )
     if not spec:
         if local_model.is_installed():
-            return Check("llm", "ok", "no endpoint configured: the embedded local model will be used",
-                         "set PRAGMA_CODER_MODEL and PRAGMA_LLM_BASE_URL to use your own endpoint")
-        return Check("llm", "fail", "no LLM configured and the embedded model is not installed",
-                     llm.not_configured_message())
+            return Check(
+                "llm",
+                "ok",
+                "no endpoint configured: the embedded local model will be used",
+                "set PRAGMA_CODER_MODEL and PRAGMA_LLM_BASE_URL to use your own endpoint",
+            )
+        return Check(
+            "llm", "fail", "no LLM configured and the embedded model is not installed", llm.not_configured_message()
+        )
     if not spec.startswith("openai:"):
         return Check("llm", "ok", f"model {spec}")
     url = llm.setting("coder", "BASE_URL") or "https://api.openai.com/v1"
@@ -80,21 +89,33 @@ def check_compiler(ctx: Context) -> Check:
         src.write_text('extern "C" int pragma_probe(int x) { return x + 1; }\n')
         proc = _run([cext.COMPILER, *cext.DEFAULT_FLAGS, str(src), "-o", str(Path(tmp) / "probe.so")], 120)
     if proc is None or proc.returncode != 0:
-        return Check("compiler", "fail", f"{cext.COMPILER} cannot build a shared object with the fast-path flags",
-                     (proc.stderr.strip().splitlines() or [""])[-1] if proc else "")
+        return Check(
+            "compiler",
+            "fail",
+            f"{cext.COMPILER} cannot build a shared object with the fast-path flags",
+            (proc.stderr.strip().splitlines() or [""])[-1] if proc else "",
+        )
     return Check("compiler", "ok", f"{cext.COMPILER} builds the fast path ({' '.join(cext.DEFAULT_FLAGS)})")
 
 
 def check_perf(ctx: Context) -> Check:
     if shutil.which("perf") is None:
-        return Check("perf", "warn", "perf not installed: profiles fall back to timing and static evidence",
-                     "apt-get install linux-perf (make setup does it as root)")
+        return Check(
+            "perf",
+            "warn",
+            "perf not installed: profiles fall back to timing and static evidence",
+            "apt-get install linux-perf (make setup does it as root)",
+        )
     proc = _run(["perf", "stat", "-x,", "-e", "task-clock,instructions", "true"])
     if proc is None or proc.returncode != 0:
         return Check("perf", "warn", "perf cannot count here", "check /proc/sys/kernel/perf_event_paranoid")
     if "<not supported>" in proc.stderr:
-        return Check("perf", "warn", "perf works with software events only (no hardware counters: VM/container)",
-                     "run on bare metal or a VM with a virtual PMU for counters; callgrind covers the gap")
+        return Check(
+            "perf",
+            "warn",
+            "perf works with software events only (no hardware counters: VM/container)",
+            "run on bare metal or a VM with a virtual PMU for counters; callgrind covers the gap",
+        )
     return Check("perf", "ok", "perf counts hardware events")
 
 
@@ -103,6 +124,7 @@ def check_tool(name: str, package: str, role: str) -> Callable[[Context], Check]
         if shutil.which(name) is None:
             return Check(name, "warn", f"{name} not installed: no {role}", f"apt-get install {package}")
         return Check(name, "ok", f"{name} available for {role}")
+
     return check
 
 
@@ -134,8 +156,13 @@ def check_checkpointer(ctx: Context) -> Check:
 
 
 CHECKS: list[Callable[[Context], Check]] = [
-    check_llm, check_compiler, check_perf, check_tool("valgrind", "valgrind", "cache/branch simulation"),
-    check_tool("objdump", "binutils", "instruction mix"), check_knowledge, check_checkpointer,
+    check_llm,
+    check_compiler,
+    check_perf,
+    check_tool("valgrind", "valgrind", "cache/branch simulation"),
+    check_tool("objdump", "binutils", "instruction mix"),
+    check_knowledge,
+    check_checkpointer,
 ]
 
 

@@ -76,8 +76,10 @@ def describe(name: str, holder: dict[str, Any], what: str = "run") -> str:
     if not holder.get("pid"):
         return f"{what} {name} is being advanced by another live process; wait for it to end or stop it"
     since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(holder.get("since", 0))))
-    return (f"{what} {name} is being advanced by pid {holder['pid']} on {holder.get('host', '?')} since {since} "
-            f"({holder.get('command', '?')}); wait for it to end or stop it (kill {holder['pid']}), then resume")
+    return (
+        f"{what} {name} is being advanced by pid {holder['pid']} on {holder.get('host', '?')} since {since} "
+        f"({holder.get('command', '?')}); wait for it to end or stop it (kill {holder['pid']}), then resume"
+    )
 
 
 @contextmanager
@@ -97,9 +99,12 @@ def hold(name: str, what: str = "run", label: str | None = None) -> Iterator[Non
                 holder = _read_holder(fd)
                 os.close(fd)
                 raise RunLocked(describe(label or name, holder, what)) from None
-            info = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time(),
-                    "command": " ".join(os.path.basename(a) if i == 0 else a
-                                        for i, a in enumerate(sys.argv[:4]))[:160]}
+            info = {
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "since": time.time(),
+                "command": " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv[:4]))[:160],
+            }
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps(info).encode(), 0)
             _held[name] = [fd, 1]

@@ -18,39 +18,61 @@ def _first_line(text: str, limit: int = 100) -> str:
 
 def render_report(state: dict[str, Any], ctx: Context, thread_id: str) -> str:
     problem, best, usage = state.get("problem", {}), state.get("best") or {}, state.get("usage", {})
-    lines = [f"# PRAGMA run `{thread_id}`", "",
-             f"- problem: `{problem.get('path', '')}`",
-             f"- candidates written: {state.get('iteration', 0)} (max_iterations={ctx.max_iterations})",
-             f"- stopped because: {stop_reason(state, ctx) or 'the run is not finished'}",
-             *[f"- the Conductor's stop after attempt {o['attempt']} was overruled: {o['reason']}"
-               for o in state.get("stop_overrules", [])],
-             f"- threads: {ctx.num_threads}; timing: {ctx.warmup_calls} warm-up + {ctx.timed_calls} "
-             "timed calls each, reference and candidate interleaved",
-             f"- LLM: {int(usage.get('llm_calls', 0))} calls, {int(usage.get('input_tokens', 0))} tokens in, "
-             f"{int(usage.get('output_tokens', 0))} tokens out", ""]
+    lines = [
+        f"# PRAGMA run `{thread_id}`",
+        "",
+        f"- problem: `{problem.get('path', '')}`",
+        f"- candidates written: {state.get('iteration', 0)} (max_iterations={ctx.max_iterations})",
+        f"- stopped because: {stop_reason(state, ctx) or 'the run is not finished'}",
+        *[
+            f"- the Conductor's stop after attempt {o['attempt']} was overruled: {o['reason']}"
+            for o in state.get("stop_overrules", [])
+        ],
+        f"- threads: {ctx.num_threads}; timing: {ctx.warmup_calls} warm-up + {ctx.timed_calls} "
+        "timed calls each, reference and candidate interleaved",
+        f"- LLM: {int(usage.get('llm_calls', 0))} calls, {int(usage.get('input_tokens', 0))} tokens in, "
+        f"{int(usage.get('output_tokens', 0))} tokens out",
+        "",
+    ]
     if best:
-        lines += [f"## Best: attempt {best['iteration']}, {best['speedup']:.3f}x over PyTorch",
-                  f"{best['runtime_ms']:.4f} ms vs reference {best['ref_runtime_ms']:.4f} ms (medians). "
-                  "The best is the verifier's accepted best; best.py holds it.", ""]
-        lines += [f"- attempt {a['iteration']} measured {a['speedup']:.3f}x, {verdict(a, best)}"
-                  for a in state.get("attempts", [])
-                  if a["status"] == "ok" and a["iteration"] != best["iteration"] and a["speedup"] > best["speedup"]]
+        lines += [
+            f"## Best: attempt {best['iteration']}, {best['speedup']:.3f}x over PyTorch",
+            f"{best['runtime_ms']:.4f} ms vs reference {best['ref_runtime_ms']:.4f} ms (medians). "
+            "The best is the verifier's accepted best; best.py holds it.",
+            "",
+        ]
+        lines += [
+            f"- attempt {a['iteration']} measured {a['speedup']:.3f}x, {verdict(a, best)}"
+            for a in state.get("attempts", [])
+            if a["status"] == "ok" and a["iteration"] != best["iteration"] and a["speedup"] > best["speedup"]
+        ]
         lines += ["", "```", render_profile(best.get("profile") or {}), "```", ""]
     else:
         lines += ["## No correct kernel was found", ""]
-    lines += ["## Attempts", "", "| # | origin | status | speedup | runtime ms | ref ms | max abs diff | message |",
-              "|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "## Attempts",
+        "",
+        "| # | origin | status | speedup | runtime ms | ref ms | max abs diff | message |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for a in state.get("attempts", []):
         msg = _first_line(a.get("message", "")).replace("|", "\\|")
         if a["status"] == "ok":
             msg = f"{verdict(a, best)}; {msg}" if msg else verdict(a, best)
-        lines.append(f"| {a['iteration']} | {a.get('origin', '')} | {a['status']} | {a['speedup']:.3f} | "
-                     f"{a['runtime_ms']:.4f} | {a['ref_runtime_ms']:.4f} | {a['max_abs_diff']:.3g} | {msg} |")
+        lines.append(
+            f"| {a['iteration']} | {a.get('origin', '')} | {a['status']} | {a['speedup']:.3f} | "
+            f"{a['runtime_ms']:.4f} | {a['ref_runtime_ms']:.4f} | {a['max_abs_diff']:.3g} | {msg} |"
+        )
     lines += ["", *render_usage(state)]
     lines += ["", "## Conductor and repair guidance", ""]
     for entry in state.get("log", []):
         if entry["role"] != "coder":
-            lines += [f"### after attempt {entry['attempt']} ({entry.get('node', entry['role'])})", "", entry["reply"].strip(), ""]
+            lines += [
+                f"### after attempt {entry['attempt']} ({entry.get('node', entry['role'])})",
+                "",
+                entry["reply"].strip(),
+                "",
+            ]
     return "\n".join(lines) + "\n"
 
 
@@ -71,22 +93,33 @@ def render_usage(state: dict[str, Any]) -> list[str]:
     """LLM cost per call, per iteration and per run (costs only where a price table is set)."""
     usage, calls = state.get("usage", {}), state.get("log", [])
     priced = "cost_usd" in usage
-    lines = ["## LLM usage", "", "| attempt | node | tokens in | tokens out | wall s |" + (" cost USD |" if priced else ""),
-             "|---|---|---|---|---|" + ("---|" if priced else "")]
+    lines = [
+        "## LLM usage",
+        "",
+        "| attempt | node | tokens in | tokens out | wall s |" + (" cost USD |" if priced else ""),
+        "|---|---|---|---|---|" + ("---|" if priced else ""),
+    ]
     per_attempt: dict[int, list[float]] = {}
     for c in calls:
-        lines.append(f"| {c['attempt']} | {c.get('node', c['role'])} | {c['input_tokens']:.0f} | "
-                     f"{c['output_tokens']:.0f} | {c.get('wall_s', 0.0):.1f} |"
-                     + (f" {c.get('cost_usd', 0.0):.5f} |" if priced else ""))
+        lines.append(
+            f"| {c['attempt']} | {c.get('node', c['role'])} | {c['input_tokens']:.0f} | "
+            f"{c['output_tokens']:.0f} | {c.get('wall_s', 0.0):.1f} |"
+            + (f" {c.get('cost_usd', 0.0):.5f} |" if priced else "")
+        )
         agg = per_attempt.setdefault(c["attempt"], [0.0, 0.0, 0.0, 0.0])
         for i, key in enumerate(("input_tokens", "output_tokens", "wall_s", "cost_usd")):
             agg[i] += c.get(key, 0.0)
-    lines += ["", "Per iteration: " + "; ".join(
-        f"#{a}: {v[0] + v[1]:.0f} tokens, {v[2]:.1f} s" + (f", ${v[3]:.5f}" if priced else "")
-        for a, v in sorted(per_attempt.items())),
+    lines += [
+        "",
+        "Per iteration: "
+        + "; ".join(
+            f"#{a}: {v[0] + v[1]:.0f} tokens, {v[2]:.1f} s" + (f", ${v[3]:.5f}" if priced else "")
+            for a, v in sorted(per_attempt.items())
+        ),
         f"Run total: {usage.get('input_tokens', 0):.0f} tokens in, {usage.get('output_tokens', 0):.0f} out, "
         f"{usage.get('llm_wall_s', 0.0):.1f} s in LLM calls"
-        + (f", ${usage['cost_usd']:.5f}" if priced else " (no price table configured)")]
+        + (f", ${usage['cost_usd']:.5f}" if priced else " (no price table configured)"),
+    ]
     return lines
 
 

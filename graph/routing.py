@@ -48,8 +48,11 @@ def stop_verdict(state: PragmaState, ctx: Context) -> tuple[bool, str]:
         return True, f"{done} candidates written; no roofline to check the stop against"
     if roof.get("bound_by") == "memory":
         pct = float(roof.get("bandwidth_pct", roof.get("roofline_pct", 0.0)))
-        where = (f"{roof['roof_why']}, roof {roof['roof_gbs']:.3g} GB/s" if "roof_level" in roof
-                 else f"bandwidth roof {roof.get('peak_gbs', 0.0):.3g} GB/s")
+        where = (
+            f"{roof['roof_why']}, roof {roof['roof_gbs']:.3g} GB/s"
+            if "roof_level" in roof
+            else f"bandwidth roof {roof.get('peak_gbs', 0.0):.3g} GB/s"
+        )
         at = f"the best kernel reaches {pct:.0f}% of its memory roof ({where})"
     else:
         pct = float(roof.get("roofline_pct", 0.0))
@@ -84,17 +87,13 @@ def route_after_verifier(
     return "coder" if runtime.context.agent_mode == "single-agent" else "repair"
 
 
-def route_after_conductor(
-    state: PragmaState, runtime: Runtime[Context]
-) -> Literal["coder", "__end__"]:
+def route_after_conductor(state: PragmaState, runtime: Runtime[Context]) -> Literal["coder", "__end__"]:
     if stop_reason(state, runtime.context) is not None:
         return END
     return "coder"
 
 
-def route_after_profiler(
-    state: PragmaState, runtime: Runtime[Context]
-) -> Literal["conductor", "coder", "__end__"]:
+def route_after_profiler(state: PragmaState, runtime: Runtime[Context]) -> Literal["conductor", "coder", "__end__"]:
     # No Conductor call when no further candidate can be written: it would cost tokens for nothing.
     if state.get("iteration", 0) >= runtime.context.max_iterations:
         return END

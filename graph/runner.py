@@ -25,8 +25,10 @@ def check_models(ctx: Context, console: Console | None = None) -> None:
         console.print("loading the embedded model (llama.cpp, Qwen2.5-Coder-1.5B) ...")
     llm.load_chat_model(ctx.coder_model, role="coder", timeout_s=ctx.llm_timeout_s)
     if local and console is not None:
-        console.print(f"embedded model ready in {time.monotonic() - start:.1f} s "
-                      "(a few tokens per second on 2 cores: each call takes minutes)")
+        console.print(
+            f"embedded model ready in {time.monotonic() - start:.1f} s "
+            "(a few tokens per second on 2 cores: each call takes minutes)"
+        )
     llm.load_chat_model(ctx.conductor_model or ctx.coder_model, role="conductor", timeout_s=ctx.llm_timeout_s)
 
 
@@ -49,7 +51,9 @@ def _call_progress(console: Console, event: Any) -> None:
     if not isinstance(event, dict):
         return
     if event.get("event") == "llm_call":
-        console.print(f"  {event.get('node')}: asking the {event.get('role')} model (attempt {event.get('attempt')}) ...")
+        console.print(
+            f"  {event.get('node')}: asking the {event.get('role')} model (attempt {event.get('attempt')}) ..."
+        )
     elif event.get("event") == "llm_reply":
         wall_s, tokens = float(event.get("wall_s") or 0.0), float(event.get("output_tokens") or 0.0)
         rate = f", {tokens / wall_s:.1f} tokens/s" if wall_s > 0 and tokens > 0 else ""
@@ -106,14 +110,19 @@ def _execute(thread_id: str, graph_input: Any, ctx: Context, out_dir: Path, cons
                         _progress(console, node, update, best)
         except BaseException:
             state = app.get_state(config).values
-            runs.update(thread_id, status="stopped", best_speedup=(state.get("best") or {}).get("speedup", 0.0),
-                        iterations=state.get("iteration", 0))
+            runs.update(
+                thread_id,
+                status="stopped",
+                best_speedup=(state.get("best") or {}).get("speedup", 0.0),
+                iterations=state.get("iteration", 0),
+            )
             console.print(f"run {thread_id} stopped; resume with: pragma optimize --resume {thread_id}")
             raise
         state = app.get_state(config).values
     best_state = state.get("best") or {}
-    runs.update(thread_id, status="finished", best_speedup=best_state.get("speedup", 0.0),
-                iterations=state.get("iteration", 0))
+    runs.update(
+        thread_id, status="finished", best_speedup=best_state.get("speedup", 0.0), iterations=state.get("iteration", 0)
+    )
     written = write_outputs(state, ctx, thread_id, out_dir)
     if best_state:
         console.print(f"best: attempt {best_state['iteration']}, {best_state['speedup']:.3f}x over PyTorch")
@@ -121,8 +130,10 @@ def _execute(thread_id: str, graph_input: Any, ctx: Context, out_dir: Path, cons
         console.print(f"no correct kernel found: {_why_none(state)}")
     console.print("wrote " + ", ".join(str(p) for p in written))
     if llm.is_local(ctx.coder_model, "coder") and not ctx.coder_model.startswith("replay:"):
-        console.print("next: point PRAGMA_LLM_BASE_URL (and PRAGMA_CODER_MODEL) at a larger model for faster "
-                      "kernels; compare agents on a suite with: pragma eval run eval/suites/cpu")
+        console.print(
+            "next: point PRAGMA_LLM_BASE_URL (and PRAGMA_CODER_MODEL) at a larger model for faster "
+            "kernels; compare agents on a suite with: pragma eval run eval/suites/cpu"
+        )
     return 0 if best_state else 1
 
 

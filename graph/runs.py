@@ -52,14 +52,18 @@ def new_thread_id(problem_name: str) -> str:
 def register(thread_id: str, problem_path: str, out_dir: str, context: dict[str, Any]) -> None:
     now = time.time()
     with _db() as conn:
-        conn.execute("INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?,?)",
-                     (thread_id, problem_path, out_dir, json.dumps(context), "running", 0.0, 0, now, now))
+        conn.execute(
+            "INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?,?)",
+            (thread_id, problem_path, out_dir, json.dumps(context), "running", 0.0, 0, now, now),
+        )
 
 
 def update(thread_id: str, *, status: str, best_speedup: float, iterations: int) -> None:
     with _db() as conn:
-        conn.execute("UPDATE runs SET status=?, best_speedup=?, iterations=?, updated_at=? WHERE thread_id=?",
-                     (status, best_speedup, iterations, time.time(), thread_id))
+        conn.execute(
+            "UPDATE runs SET status=?, best_speedup=?, iterations=?, updated_at=? WHERE thread_id=?",
+            (status, best_speedup, iterations, time.time(), thread_id),
+        )
 
 
 def get(thread_id: str) -> dict[str, Any] | None:
@@ -100,4 +104,3 @@ def checkpoint_values(thread_id: str) -> dict[str, Any]:
         return {}
     with checkpointer() as saver:
         return compile_app(saver).get_state({"configurable": {"thread_id": thread_id}}).values or {}
-

@@ -14,8 +14,9 @@ import typer
 from pragma.graph.clikit import UserError, out
 from pragma.graph.clikit import console as err
 
-knowledge_app = typer.Typer(add_completion=False, no_args_is_help=True,
-                            help="Profiler knowledge compendium (Chroma store): build, query, show.")
+knowledge_app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="Profiler knowledge compendium (Chroma store): build, query, show."
+)
 log = logging.getLogger(__name__)
 
 
@@ -49,11 +50,19 @@ def _fail(message: str) -> None:
 @knowledge_app.command()
 def build(
     crawl: bool = typer.Option(False, "--crawl", help="Fetch the registered documentation sources first."),
-    consolidate: bool = typer.Option(False, "--consolidate", help="Summarize crawled segments with the LLM (map + reduce)."),
-    local_only: bool = typer.Option(False, "--local-only", help="Crawl only offline sources (perf list, man pages, ncu)."),
+    consolidate: bool = typer.Option(
+        False, "--consolidate", help="Summarize crawled segments with the LLM (map + reduce)."
+    ),
+    local_only: bool = typer.Option(
+        False, "--local-only", help="Crawl only offline sources (perf list, man pages, ncu)."
+    ),
     refresh: bool = typer.Option(False, "--refresh", help="Fetch sources again instead of using the raw-page cache."),
-    profiler: list[str] = typer.Option([], "--profiler", help="Limit the crawl to these registry entries (repeatable)."),
-    model: str | None = typer.Option(None, "--model", help="'provider:model' for consolidation (default: the Conductor's)."),
+    profiler: list[str] = typer.Option(
+        [], "--profiler", help="Limit the crawl to these registry entries (repeatable)."
+    ),
+    model: str | None = typer.Option(
+        None, "--model", help="'provider:model' for consolidation (default: the Conductor's)."
+    ),
 ) -> None:
     """Build the store from the seed compendium, optionally crawling and consolidating first."""
     from pragma.knowledge import consolidate as cons
@@ -93,8 +102,10 @@ def build(
         out.print("consolidation: " + json.dumps(report.summary()))
     crawled = cons.load_consolidated()
     report = store.build(load_seed(), crawled)
-    out.print(f"store: {report.entries} entries ({report.seed_entries} seed, {report.crawled_entries} crawled) "
-              f"built in {report.build_s:.1f} s ({report.embedded_now} embedded now) at {paths.chroma_dir()}")
+    out.print(
+        f"store: {report.entries} entries ({report.seed_entries} seed, {report.crawled_entries} crawled) "
+        f"built in {report.build_s:.1f} s ({report.embedded_now} embedded now) at {paths.chroma_dir()}"
+    )
 
 
 @knowledge_app.command()
@@ -143,14 +154,19 @@ def show(
     out.print("\n\n".join(e.render() for e in entries))
 
 
-kernels_app = typer.Typer(add_completion=False, no_args_is_help=True,
-                          help="Memory of verified kernels (Chroma collection pragma_kernels): list, query.")
+kernels_app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Memory of verified kernels (Chroma collection pragma_kernels): list, query.",
+)
 knowledge_app.add_typer(kernels_app, name="kernels")
 
 
 def _kernel_row(r: dict) -> str:
-    return (f"{r.get('category') or '-':<14} {r.get('name', ''):<24} {float(r.get('speedup', 0.0)):6.2f}x  "
-            f"{r.get('format', ''):<6} {r.get('origin', ''):<4}  {r.get('profile_summary', '')}")
+    return (
+        f"{r.get('category') or '-':<14} {r.get('name', ''):<24} {float(r.get('speedup', 0.0)):6.2f}x  "
+        f"{r.get('format', ''):<6} {r.get('origin', ''):<4}  {r.get('profile_summary', '')}"
+    )
 
 
 @kernels_app.command("list")

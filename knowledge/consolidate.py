@@ -58,12 +58,20 @@ class ConsolidationReport:
 
     def summary(self) -> dict[str, Any]:
         def costs(c: Costs) -> dict[str, int]:
-            return {"llm_calls": c.calls, "cached": c.cached, "input_tokens": c.input_tokens,
-                    "output_tokens": c.output_tokens}
+            return {
+                "llm_calls": c.calls,
+                "cached": c.cached,
+                "input_tokens": c.input_tokens,
+                "output_tokens": c.output_tokens,
+            }
 
-        return {"entries": len(self.entries), "map": costs(self.map_costs), "reduce": costs(self.reduce_costs),
-                "total_tokens": sum(c.input_tokens + c.output_tokens for c in (self.map_costs, self.reduce_costs)),
-                "unparsed_replies": self.unparsed}
+        return {
+            "entries": len(self.entries),
+            "map": costs(self.map_costs),
+            "reduce": costs(self.reduce_costs),
+            "total_tokens": sum(c.input_tokens + c.output_tokens for c in (self.map_costs, self.reduce_costs)),
+            "unparsed_replies": self.unparsed,
+        }
 
 
 def parse_entries(text: str) -> list[MetricEntry] | None:
@@ -91,16 +99,18 @@ def make_asker(spec: str, timeout_s: float) -> Asker:
         try:
             reply = model.invoke([SystemMessage(system), HumanMessage(human)])
         except Exception as exc:  # network, auth, server errors: all stop the run the same way
-            raise ConsolidationError(f"LLM call failed ({type(exc).__name__}: {str(exc)[:200]}); "
-                                     "finished steps are cached, rerun to resume") from exc
+            raise ConsolidationError(
+                f"LLM call failed ({type(exc).__name__}: {str(exc)[:200]}); finished steps are cached, rerun to resume"
+            ) from exc
         text = reply.content if isinstance(reply.content, str) else str(reply.content)
         return text, llm.usage_of(reply, "knowledge")
 
     return ask
 
 
-def _cached_step(cache: Path, step_id: str, ask: Asker, system: str, human: str, costs: Costs,
-                 report: ConsolidationReport) -> list[MetricEntry]:
+def _cached_step(
+    cache: Path, step_id: str, ask: Asker, system: str, human: str, costs: Costs, report: ConsolidationReport
+) -> list[MetricEntry]:
     path = cache / f"{step_id}.json"
     if path.is_file():
         costs.cached += 1
@@ -123,10 +133,8 @@ def map_segments(segments: list[Segment], ask: Asker, report: ConsolidationRepor
     system = prompts.MAP_SYSTEM.format(vocabulary=", ".join(VOCABULARY))
     drafts: list[MetricEntry] = []
     for i, seg in enumerate(segments):
-        human = prompts.MAP_HUMAN.format(profiler=seg.profiler, backend=seg.backend, source=seg.source,
-                                         text=seg.text)
-        found = _cached_step(paths.map_cache_dir(), _sha("map", seg.sha), ask, system, human,
-                             report.map_costs, report)
+        human = prompts.MAP_HUMAN.format(profiler=seg.profiler, backend=seg.backend, source=seg.source, text=seg.text)
+        found = _cached_step(paths.map_cache_dir(), _sha("map", seg.sha), ask, system, human, report.map_costs, report)
         # The segment's registry entry is authoritative for tool and backend.
         drafts += [e.model_copy(update={"tool": seg.profiler, "backend": seg.backend}) for e in found]
         log.info("map %d/%d: %d entr(ies)", i + 1, len(segments), len(found))
@@ -155,8 +163,9 @@ def reduce_drafts(drafts: list[MetricEntry], ask: Asker, report: ConsolidationRe
     for batch in reduce_batches(drafts):
         body = "\n".join(json.dumps(d.model_dump(), sort_keys=True) for d in batch)
         human = prompts.REDUCE_HUMAN.format(count=len(batch), drafts=body)
-        for entry in _cached_step(paths.reduce_cache_dir(), _sha("reduce", body), ask, system, human,
-                                  report.reduce_costs, report):
+        for entry in _cached_step(
+            paths.reduce_cache_dir(), _sha("reduce", body), ask, system, human, report.reduce_costs, report
+        ):
             merged.setdefault(entry.entry_id, entry)
     return list(merged.values())
 

@@ -92,8 +92,14 @@ def _loaders() -> Any:
 
 
 def _fetch_url(source: Source) -> list[Document]:
-    loader = _loaders().RecursiveUrlLoader(source.target, max_depth=source.max_depth, extractor=html_to_text,
-                                timeout=URL_TIMEOUT_S, check_response_status=True, continue_on_failure=True)
+    loader = _loaders().RecursiveUrlLoader(
+        source.target,
+        max_depth=source.max_depth,
+        extractor=html_to_text,
+        timeout=URL_TIMEOUT_S,
+        check_response_status=True,
+        continue_on_failure=True,
+    )
     # The loader logs and skips pages it cannot get; an empty result means the source is unreachable
     # (and CrawlError says so once, so the loader's own warnings are muted).
     loader_log = logging.getLogger(type(loader).__module__)
@@ -113,7 +119,9 @@ def _run_local(source: Source) -> str:
     env = {"MANWIDTH": "100", "PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C.UTF-8"}
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, env=env)
     if proc.returncode != 0 or not proc.stdout.strip():
-        raise OSError(f"`{' '.join(argv)}` exited {proc.returncode}: {(proc.stderr.strip() or 'no output').splitlines()[0][:200]}")
+        raise OSError(
+            f"`{' '.join(argv)}` exited {proc.returncode}: {(proc.stderr.strip() or 'no output').splitlines()[0][:200]}"
+        )
     return proc.stdout
 
 
@@ -122,8 +130,13 @@ def _load_cached(cache: Path) -> list[Document] | None:
     if not index.is_file():
         return None
     pages = json.loads(index.read_text())
-    return [Document(_loaders().TextLoader(str(cache / p["file"]), encoding="utf-8").load()[0].page_content,
-                     metadata={"source": p["source"]}) for p in pages]
+    return [
+        Document(
+            _loaders().TextLoader(str(cache / p["file"]), encoding="utf-8").load()[0].page_content,
+            metadata={"source": p["source"]},
+        )
+        for p in pages
+    ]
 
 
 def _store_cache(cache: Path, docs: list[Document]) -> None:
@@ -164,8 +177,7 @@ class CrawlResult:
         return {"segments": len(self.segments), "pages": self.pages, "notes": self.notes}
 
 
-def crawl(profilers: list[Profiler] | None = None, local_only: bool = False,
-          refresh: bool = False) -> CrawlResult:
+def crawl(profilers: list[Profiler] | None = None, local_only: bool = False, refresh: bool = False) -> CrawlResult:
     """Fetch and split every source of ``profilers`` (default: all registered)."""
     splitter = RecursiveCharacterTextSplitter(chunk_size=SEGMENT_CHARS, chunk_overlap=SEGMENT_OVERLAP_CHARS)
     segments: list[Segment] = []
@@ -188,11 +200,15 @@ def crawl(profilers: list[Profiler] | None = None, local_only: bool = False,
             pages += len(docs)
             for doc in docs:
                 where = doc.metadata.get("source") or source.label
-                segments += [Segment(prof.name, prof.backend, where, chunk)
-                             for chunk in splitter.split_text(doc.page_content)]
+                segments += [
+                    Segment(prof.name, prof.backend, where, chunk) for chunk in splitter.split_text(doc.page_content)
+                ]
     if failures:
-        raise CrawlError(f"{len(failures)} source(s) unreachable, nothing was consolidated or stored: "
-                         + "; ".join(failures) + " (use --local-only on a machine without internet)")
+        raise CrawlError(
+            f"{len(failures)} source(s) unreachable, nothing was consolidated or stored: "
+            + "; ".join(failures)
+            + " (use --local-only on a machine without internet)"
+        )
     log.info("crawled %d page(s) into %d segment(s)", pages, len(segments))
     return CrawlResult(segments, notes, pages)
 

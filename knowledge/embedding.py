@@ -86,8 +86,9 @@ class MiniLM:
         return self.torch.nn.functional.linear(x, self.w[f"{name}.weight"], self.w[f"{name}.bias"])
 
     def _norm(self, x: Any, name: str) -> Any:
-        return self.torch.nn.functional.layer_norm(x, x.shape[-1:], self.w[f"{name}.weight"],
-                                                   self.w[f"{name}.bias"], self.eps)
+        return self.torch.nn.functional.layer_norm(
+            x, x.shape[-1:], self.w[f"{name}.weight"], self.w[f"{name}.bias"], self.eps
+        )
 
     def encode(self, texts: list[str]) -> Any:
         """Mean-pooled, L2-normalized sentence vectors, shape (len(texts), 384)."""
@@ -98,9 +99,11 @@ class MiniLM:
         types = torch.tensor([e.type_ids for e in enc])
         batch, seq = ids.shape
         with torch.inference_mode():
-            x = (self.w["embeddings.word_embeddings.weight"][ids]
-                 + self.w["embeddings.position_embeddings.weight"][:seq]
-                 + self.w["embeddings.token_type_embeddings.weight"][types])
+            x = (
+                self.w["embeddings.word_embeddings.weight"][ids]
+                + self.w["embeddings.position_embeddings.weight"][:seq]
+                + self.w["embeddings.token_type_embeddings.weight"][types]
+            )
             x = self._norm(x, "embeddings.LayerNorm")
             # Padding keys get -inf-like scores so real tokens never attend to them.
             bias = (1.0 - mask)[:, None, None, :] * torch.finfo(torch.float32).min
@@ -145,7 +148,7 @@ class MiniLMEmbeddingFunction(EmbeddingFunction[Documents]):
         model = load_model()
         out: list[Any] = []
         for start in range(0, len(input), BATCH_SIZE):
-            out.extend(model.encode(list(input[start:start + BATCH_SIZE])).numpy())
+            out.extend(model.encode(list(input[start : start + BATCH_SIZE])).numpy())
         return out
 
     @staticmethod

@@ -35,7 +35,8 @@ def _collection() -> Any:
     from pragma.knowledge import store
 
     return store.client().get_or_create_collection(
-        COLLECTION, embedding_function=store.embedding_function(), configuration={"hnsw": {"space": "cosine"}})
+        COLLECTION, embedding_function=store.embedding_function(), configuration={"hnsw": {"space": "cosine"}}
+    )
 
 
 def problem_text(source: str) -> str:
@@ -58,18 +59,40 @@ def record_id(source: str, fmt: str) -> str:
     return hashlib.sha256(f"{fmt}\0{source}".encode()).hexdigest()[:24]
 
 
-def add(*, source: str, name: str, code: str, fmt: str, speedup: float, profile_summary: str = "",
-        category: str = "", origin: str = "run", collection: Any = None) -> str:
+def add(
+    *,
+    source: str,
+    name: str,
+    code: str,
+    fmt: str,
+    speedup: float,
+    profile_summary: str = "",
+    category: str = "",
+    origin: str = "run",
+    collection: Any = None,
+) -> str:
     """Store one verified kernel (replacing a slower one for the same problem and format)."""
     col = collection if collection is not None else _collection()
     rid = record_id(source, fmt)
     old = col.get(ids=[rid], include=["metadatas"])
     if old["ids"] and float(old["metadatas"][0].get("speedup", 0.0)) >= speedup and origin == "run":
         return rid  # the memory keeps the fastest verified kernel per problem
-    col.upsert(ids=[rid], documents=[problem_text(source)], metadatas=[{
-        "name": name, "category": category or category_of(source), "format": fmt, "speedup": float(speedup),
-        "profile_summary": profile_summary[:300], "origin": origin, "code": code,
-        "source": source[:4000]}])
+    col.upsert(
+        ids=[rid],
+        documents=[problem_text(source)],
+        metadatas=[
+            {
+                "name": name,
+                "category": category or category_of(source),
+                "format": fmt,
+                "speedup": float(speedup),
+                "profile_summary": profile_summary[:300],
+                "origin": origin,
+                "code": code,
+                "source": source[:4000],
+            }
+        ],
+    )
     return rid
 
 
@@ -79,8 +102,9 @@ def seed_records() -> list[dict[str, Any]]:
     root = Path(__file__).resolve().parent.parent
     out = []
     for entry in manifest:
-        out.append({**entry, "code": (SEED_DIR / entry["kernel"]).read_text(),
-                    "source": (root / entry["problem"]).read_text()})
+        out.append(
+            {**entry, "code": (SEED_DIR / entry["kernel"]).read_text(), "source": (root / entry["problem"]).read_text()}
+        )
     return out
 
 
@@ -92,8 +116,17 @@ def ensure() -> Any:
     have = set(col.get(ids=ids, include=[])["ids"])
     for s, rid in zip(seeds, ids, strict=True):
         if rid not in have:
-            add(source=s["source"], name=s["name"], code=s["code"], fmt="kernel", speedup=s["speedup"],
-                profile_summary=s.get("profile_summary", ""), category=s["category"], origin="seed", collection=col)
+            add(
+                source=s["source"],
+                name=s["name"],
+                code=s["code"],
+                fmt="kernel",
+                speedup=s["speedup"],
+                profile_summary=s.get("profile_summary", ""),
+                category=s["category"],
+                origin="seed",
+                collection=col,
+            )
     return col
 
 
@@ -103,10 +136,16 @@ def query(source: str, k: int = 2, fmt: str | None = None) -> list[dict[str, Any
     if col.count() == 0:
         return []
     where = {"format": fmt} if fmt else None
-    res = col.query(query_texts=[problem_text(source)], n_results=min(k, col.count()), where=where,
-                    include=["metadatas", "distances"])
-    return [{**meta, "id": rid, "distance": float(dist)}
-            for rid, meta, dist in zip(res["ids"][0], res["metadatas"][0], res["distances"][0], strict=True)]
+    res = col.query(
+        query_texts=[problem_text(source)],
+        n_results=min(k, col.count()),
+        where=where,
+        include=["metadatas", "distances"],
+    )
+    return [
+        {**meta, "id": rid, "distance": float(dist)}
+        for rid, meta, dist in zip(res["ids"][0], res["metadatas"][0], res["distances"][0], strict=True)
+    ]
 
 
 def listing() -> list[dict[str, Any]]:
@@ -123,9 +162,11 @@ def render(records: list[dict[str, Any]], max_tokens: int) -> str:
     used = 0
     for r in records:
         forward = problem_text(r.get("source", ""))
-        text = (f'<verified_kernel name="{r.get("name", "")}" category="{r.get("category", "")}" '
-                f'speedup="{float(r.get("speedup", 0.0)):.2f}">\n<for_problem>\n{forward}\n</for_problem>\n'
-                f"{r.get('code', '')}\n</verified_kernel>")
+        text = (
+            f'<verified_kernel name="{r.get("name", "")}" category="{r.get("category", "")}" '
+            f'speedup="{float(r.get("speedup", 0.0)):.2f}">\n<for_problem>\n{forward}\n</for_problem>\n'
+            f"{r.get('code', '')}\n</verified_kernel>"
+        )
         cost = len(text) // 3 + 1
         if used + cost > max_tokens:
             continue

@@ -61,8 +61,11 @@ class EntryIndex:
         return [e for e in ranked if _backend_ok(e, backend)]
 
     def by_bottleneck(self, label: str, backend: str | None = None, primary_only: bool = True) -> list[MetricEntry]:
-        return [e for e in self.entries if _backend_ok(e, backend)
-                and ((e.bottlenecks[0] == label) if primary_only else label in e.bottlenecks)]
+        return [
+            e
+            for e in self.entries
+            if _backend_ok(e, backend) and ((e.bottlenecks[0] == label) if primary_only else label in e.bottlenecks)
+        ]
 
 
 def _backend_ok(entry: MetricEntry, backend: str | None) -> bool:
@@ -103,14 +106,18 @@ def _where(backend: str | None, bottleneck: str | None) -> dict[str, Any] | None
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
-def search(text: str, backend: str | None = None, bottleneck: str | None = None, k: int = 5,
-           collection: Any = None) -> list[Hit]:
+def search(
+    text: str, backend: str | None = None, bottleneck: str | None = None, k: int = 5, collection: Any = None
+) -> list[Hit]:
     """Semantic search over the store (embeds ``text``)."""
     col = collection if collection is not None else store.ensure_store()[0]
-    res = col.query(query_texts=[text], n_results=k, where=_where(backend, bottleneck),
-                    include=["metadatas", "distances"])
-    return [Hit(store.entry_of(m), 1.0 - d, "semantic")
-            for m, d in zip(res["metadatas"][0], res["distances"][0], strict=True)]
+    res = col.query(
+        query_texts=[text], n_results=k, where=_where(backend, bottleneck), include=["metadatas", "distances"]
+    )
+    return [
+        Hit(store.entry_of(m), 1.0 - d, "semantic")
+        for m, d in zip(res["metadatas"][0], res["distances"][0], strict=True)
+    ]
 
 
 def find(query: str, backend: str | None = None, bottleneck: str | None = None, k: int = 3) -> list[Hit]:
@@ -166,5 +173,7 @@ def context_for_profile(profiles: list[dict[str, Any]], backend: str, max_chars:
         lines.append(text)
         used += len(text) + 1
     if skipped:
-        lines.append(f"(left out for space: {', '.join(skipped)}"[:180] + "; lookup_profiler_metric explains any metric)")
+        lines.append(
+            f"(left out for space: {', '.join(skipped)}"[:180] + "; lookup_profiler_metric explains any metric)"
+        )
     return "\n".join(lines)

@@ -22,14 +22,20 @@ def metric_key(name: str) -> str:
 
 
 class MetricEntry(BaseModel):
-    metric: str = Field(description="Name as the tool reports it, e.g. 'cycles' or 'sm__throughput.avg.pct_of_peak_sustained_elapsed'.")
-    tool: str = Field(description="Producing tool: perf, perf-topdown, callgrind, gcc-vectorization, objdump, roofline, hardware, wall-clock, ncu.")
+    metric: str = Field(
+        description="Name as the tool reports it, e.g. 'cycles' or 'sm__throughput.avg.pct_of_peak_sustained_elapsed'."
+    )
+    tool: str = Field(
+        description="Producing tool: perf, perf-topdown, callgrind, gcc-vectorization, objdump, roofline, hardware, wall-clock, ncu."
+    )
     backend: Backend = "cpu"
     aliases: list[str] = Field(default_factory=list, description="Other names engineers and tools use.")
     unit: str = ""
     meaning: str = Field(description="What the number is, in plain words.")
     measurement: str = Field(default="", description="How the tool obtains it and its caveats.")
-    bottlenecks: list[str] = Field(default_factory=list, description="Bottleneck classes it diagnoses (shared vocabulary).")
+    bottlenecks: list[str] = Field(
+        default_factory=list, description="Bottleneck classes it diagnoses (shared vocabulary)."
+    )
     diagnosis: str = Field(default="", description="How to read it: thresholds and what high/low values point to.")
     remedies: list[str] = Field(default_factory=list, description="Code changes that move it in the right direction.")
 
@@ -50,15 +56,16 @@ class MetricEntry(BaseModel):
     def render(self) -> str:
         """Prompt and embedding text: compact, labelled, no markup."""
         names = f" (also: {', '.join(self.aliases)})" if self.aliases else ""
-        lines = [f"{self.metric} [{self.tool}, {self.backend}{', ' + self.unit if self.unit else ''}]{names}",
-                 f"Meaning: {self.meaning}"]
+        lines = [
+            f"{self.metric} [{self.tool}, {self.backend}{', ' + self.unit if self.unit else ''}]{names}",
+            f"Meaning: {self.meaning}",
+        ]
         if self.measurement:
             lines.append(f"Measured: {self.measurement}")
         lines.append(f"Diagnoses: {', '.join(self.bottlenecks)}. {self.diagnosis}".rstrip())
         if self.remedies:
             lines.append("Remedies: " + "; ".join(r.rstrip(".") for r in self.remedies) + ".")
         return "\n".join(lines)
-
 
     def brief(self, remedies: int = 2) -> str:
         """Shorter form for the Conductor's prompt, where many entries share a small budget."""

@@ -42,47 +42,81 @@ def _man(*pages: str) -> tuple[Source, ...]:
     return tuple(Source("man", p, requires="man", optional=True) for p in pages)
 
 
-PROFILERS: dict[str, Profiler] = {p.name: p for p in (
-    Profiler("perf", "cpu", (
-        Source("url", "https://perf.wiki.kernel.org/index.php/Tutorial"),
-        Source("url", "https://man7.org/linux/man-pages/man1/perf-stat.1.html"),
-        Source("url", "https://man7.org/linux/man-pages/man1/perf-list.1.html"),
-        Source("url", "https://docs.kernel.org/admin-guide/perf-security.html"),
-        Source("url", "https://www.kernel.org/doc/html/latest/userspace-api/perf_ring_buffer.html"),
-        # -j (JSON) exists from perf 6.3; older perf only has the text form, tried second.
-        Source("command", "perf list -j --details hw sw cache pmu metric metricgroup", requires="perf",
-               optional=True),
-        Source("command", "perf list --details hw sw cache pmu metric metricgroup", requires="perf"),
-        *_man("perf-stat", "perf-list", "perf-record"),
-    )),
-    Profiler("perf-topdown", "cpu", (
-        Source("url", "https://www.intel.com/content/www/us/en/docs/vtune-profiler/cookbook/2023-0/top-down-microarchitecture-analysis-method.html"),
-        Source("url", "https://github.com/andikleen/pmu-tools/wiki/toplev-manual"),
-        Source("url", "https://docs.amd.com/r/en-US/57368-uProf-user-guide"),
-        Source("command", "perf list --details metricgroup", requires="perf"),
-    )),
-    Profiler("callgrind", "cpu", (
-        Source("url", "https://valgrind.org/docs/manual/cl-manual.html"),
-        Source("url", "https://valgrind.org/docs/manual/cg-manual.html"),
-        *_man("valgrind", "callgrind_annotate"),
-    )),
-    Profiler("gcc-vectorization", "cpu", (
-        Source("url", "https://gcc.gnu.org/onlinedocs/gcc/Developer-Options.html"),
-        Source("url", "https://gcc.gnu.org/projects/tree-ssa/vectorization.html"),
-        *_man("gcc"),
-    )),
-    Profiler("objdump", "cpu", (
-        Source("url", "https://sourceware.org/binutils/docs/binutils/objdump.html"),
-        *_man("objdump"),
-    )),
-    Profiler("ncu", "gpu", (
-        Source("url", "https://docs.nvidia.com/nsight-compute/ProfilingGuide/index.html"),
-        Source("url", "https://docs.nvidia.com/nsight-compute/NsightComputeCli/index.html"),
-        Source("url", "https://docs.nvidia.com/cupti/main/main.html#metrics-reference"),
-        Source("command", "ncu --query-metrics", requires="ncu"),
-        Source("command", "ncu --list-sections", requires="ncu"),
-    )),
-)}
+PROFILERS: dict[str, Profiler] = {
+    p.name: p
+    for p in (
+        Profiler(
+            "perf",
+            "cpu",
+            (
+                Source("url", "https://perf.wiki.kernel.org/index.php/Tutorial"),
+                Source("url", "https://man7.org/linux/man-pages/man1/perf-stat.1.html"),
+                Source("url", "https://man7.org/linux/man-pages/man1/perf-list.1.html"),
+                Source("url", "https://docs.kernel.org/admin-guide/perf-security.html"),
+                Source("url", "https://www.kernel.org/doc/html/latest/userspace-api/perf_ring_buffer.html"),
+                # -j (JSON) exists from perf 6.3; older perf only has the text form, tried second.
+                Source(
+                    "command",
+                    "perf list -j --details hw sw cache pmu metric metricgroup",
+                    requires="perf",
+                    optional=True,
+                ),
+                Source("command", "perf list --details hw sw cache pmu metric metricgroup", requires="perf"),
+                *_man("perf-stat", "perf-list", "perf-record"),
+            ),
+        ),
+        Profiler(
+            "perf-topdown",
+            "cpu",
+            (
+                Source(
+                    "url",
+                    "https://www.intel.com/content/www/us/en/docs/vtune-profiler/cookbook/2023-0/top-down-microarchitecture-analysis-method.html",
+                ),
+                Source("url", "https://github.com/andikleen/pmu-tools/wiki/toplev-manual"),
+                Source("url", "https://docs.amd.com/r/en-US/57368-uProf-user-guide"),
+                Source("command", "perf list --details metricgroup", requires="perf"),
+            ),
+        ),
+        Profiler(
+            "callgrind",
+            "cpu",
+            (
+                Source("url", "https://valgrind.org/docs/manual/cl-manual.html"),
+                Source("url", "https://valgrind.org/docs/manual/cg-manual.html"),
+                *_man("valgrind", "callgrind_annotate"),
+            ),
+        ),
+        Profiler(
+            "gcc-vectorization",
+            "cpu",
+            (
+                Source("url", "https://gcc.gnu.org/onlinedocs/gcc/Developer-Options.html"),
+                Source("url", "https://gcc.gnu.org/projects/tree-ssa/vectorization.html"),
+                *_man("gcc"),
+            ),
+        ),
+        Profiler(
+            "objdump",
+            "cpu",
+            (
+                Source("url", "https://sourceware.org/binutils/docs/binutils/objdump.html"),
+                *_man("objdump"),
+            ),
+        ),
+        Profiler(
+            "ncu",
+            "gpu",
+            (
+                Source("url", "https://docs.nvidia.com/nsight-compute/ProfilingGuide/index.html"),
+                Source("url", "https://docs.nvidia.com/nsight-compute/NsightComputeCli/index.html"),
+                Source("url", "https://docs.nvidia.com/cupti/main/main.html#metrics-reference"),
+                Source("command", "ncu --query-metrics", requires="ncu"),
+                Source("command", "ncu --list-sections", requires="ncu"),
+            ),
+        ),
+    )
+}
 
 
 def profiler(name: str) -> Profiler:

@@ -42,8 +42,7 @@ def client() -> Any:
     import chromadb
     from chromadb.config import Settings
 
-    return chromadb.PersistentClient(path=str(paths.chroma_dir()),
-                                     settings=Settings(anonymized_telemetry=False))
+    return chromadb.PersistentClient(path=str(paths.chroma_dir()), settings=Settings(anonymized_telemetry=False))
 
 
 def embedding_function() -> Any:
@@ -73,9 +72,16 @@ def open_collection() -> Any | None:
 
 
 def _metadata(entry: MetricEntry, origin: str) -> dict[str, Any]:
-    return {"metric": entry.metric, "tool": entry.tool, "backend": entry.backend,
-            "bottlenecks": entry.bottlenecks, "primary_bottleneck": entry.bottlenecks[0],
-            "metric_keys": entry.keys(), "origin": origin, "entry_json": entry.model_dump_json()}
+    return {
+        "metric": entry.metric,
+        "tool": entry.tool,
+        "backend": entry.backend,
+        "bottlenecks": entry.bottlenecks,
+        "primary_bottleneck": entry.bottlenecks[0],
+        "metric_keys": entry.keys(),
+        "origin": origin,
+        "entry_json": entry.model_dump_json(),
+    }
 
 
 def merged_entries(seed: list[MetricEntry], crawled: list[MetricEntry]) -> list[tuple[MetricEntry, str]]:
@@ -86,8 +92,9 @@ def merged_entries(seed: list[MetricEntry], crawled: list[MetricEntry]) -> list[
     return list(out.values())
 
 
-def build(seed: list[MetricEntry], crawled: list[MetricEntry] | None = None,
-          use_vector_cache: bool = True) -> BuildReport:
+def build(
+    seed: list[MetricEntry], crawled: list[MetricEntry] | None = None, use_vector_cache: bool = True
+) -> BuildReport:
     with build_lock():
         return _build_locked(seed, crawled or [], use_vector_cache)
 
@@ -105,18 +112,31 @@ def _build_locked(seed: list[MetricEntry], crawled: list[MetricEntry], use_vecto
     db = client()
     if BUILDING in [c.name for c in db.list_collections()]:
         db.delete_collection(BUILDING)  # left by an interrupted build
-    col = db.create_collection(BUILDING, embedding_function=ef,
-                               configuration={"hnsw": {"space": "cosine"}},
-                               metadata={"content_sha": sha, "entries": len(records)})
+    col = db.create_collection(
+        BUILDING,
+        embedding_function=ef,
+        configuration={"hnsw": {"space": "cosine"}},
+        metadata={"content_sha": sha, "entries": len(records)},
+    )
     for i in range(0, len(records), ADD_BATCH):
-        chunk = records[i:i + ADD_BATCH]
-        col.add(ids=[e.entry_id for e, _ in chunk], documents=documents[i:i + ADD_BATCH],
-                embeddings=embeddings[i:i + ADD_BATCH], metadatas=[_metadata(e, origin) for e, origin in chunk])
+        chunk = records[i : i + ADD_BATCH]
+        col.add(
+            ids=[e.entry_id for e, _ in chunk],
+            documents=documents[i : i + ADD_BATCH],
+            embeddings=embeddings[i : i + ADD_BATCH],
+            metadatas=[_metadata(e, origin) for e, origin in chunk],
+        )
     if COLLECTION in [c.name for c in db.list_collections()]:
         db.delete_collection(COLLECTION)
     col.modify(name=COLLECTION)
-    report = BuildReport(len(records), sum(o == "seed" for _, o in records),
-                         sum(o == "crawl" for _, o in records), time.monotonic() - start, sha, embedded_now)
+    report = BuildReport(
+        len(records),
+        sum(o == "seed" for _, o in records),
+        sum(o == "crawl" for _, o in records),
+        time.monotonic() - start,
+        sha,
+        embedded_now,
+    )
     log.info("knowledge store built: %d entries in %.1f s", report.entries, report.build_s)
     return report
 

@@ -20,8 +20,15 @@ OMITTED = "(omitted to fit the model's context)"
 # Least important first. Dropped whole: context the model can do without.
 DROP_ORDER = ("hardware", "inputs", "history", "profiler_knowledge", "verified_kernels", "log_tail")
 # Then shortened (head and tail kept): what the model needs but can read in part.
-SHORTEN_ORDER = ("guidance", "repair_instructions", "historical_best", "failed_candidate", "previous_candidate",
-                 "problem", "verifier")
+SHORTEN_ORDER = (
+    "guidance",
+    "repair_instructions",
+    "historical_best",
+    "failed_candidate",
+    "previous_candidate",
+    "problem",
+    "verifier",
+)
 
 
 def approx_tokens(text: str) -> int:
@@ -57,8 +64,9 @@ def fit(system: str, human: str, budget_tokens: int) -> str:
         if excess <= 0:
             return human
         cut = int(excess) + 200
-        human = _section(tag).sub(lambda m, cut=cut: m.group(1) + _shorten(m.group(2), cut) + m.group(3),
-                                  human, count=1)
+        human = _section(tag).sub(
+            lambda m, cut=cut: m.group(1) + _shorten(m.group(2), cut) + m.group(3), human, count=1
+        )
     return human
 
 
@@ -71,4 +79,5 @@ def _shorten(content: str, remove_chars: int) -> str:
     head = keep * 2 // 3
     tail = keep - head
     return f"{content[:head]}\n...[{len(content) - keep} characters omitted to fit the model's context]...\n" + (
-        content[len(content) - tail:] if tail else "")
+        content[len(content) - tail :] if tail else ""
+    )

@@ -41,8 +41,10 @@ def cost_usd(ctx: Context, spec: str, input_tokens: float, output_tokens: float)
     prices = _price_table(ctx.price_table_path).get(spec)
     if prices is None:
         return None
-    return (input_tokens * prices.get("input_usd_per_1m_tokens", 0.0)
-            + output_tokens * prices.get("output_usd_per_1m_tokens", 0.0)) / 1e6
+    return (
+        input_tokens * prices.get("input_usd_per_1m_tokens", 0.0)
+        + output_tokens * prices.get("output_usd_per_1m_tokens", 0.0)
+    ) / 1e6
 
 
 def _thread_id() -> str:
@@ -60,8 +62,15 @@ def _reasoning(reply: BaseMessage) -> str:
     return str(extra.get("reasoning_content") or extra.get("reasoning") or "")
 
 
-def invoke(role: str, ctx: Context, messages: list[BaseMessage], attempt: int, node: str,
-           schema: type | None = None, grammar: str | None = None) -> tuple[str, dict[str, Any], Any]:
+def invoke(
+    role: str,
+    ctx: Context,
+    messages: list[BaseMessage],
+    attempt: int,
+    node: str,
+    schema: type | None = None,
+    grammar: str | None = None,
+) -> tuple[str, dict[str, Any], Any]:
     """Call the role's model on ``messages``; returns the reply text, the state update and, when
     ``schema`` is given with a server-side structured method, the parsed object (or None).
     ``grammar`` (GBNF) goes in the request body for llama.cpp's constrained decoding."""
@@ -77,8 +86,9 @@ def invoke(role: str, ctx: Context, messages: list[BaseMessage], attempt: int, n
     return text, update, parsed
 
 
-def invoke_with_tools(role: str, ctx: Context, messages: list[BaseMessage], attempt: int, node: str,
-                      tools: list[Any]) -> tuple[BaseMessage, dict[str, Any]]:
+def invoke_with_tools(
+    role: str, ctx: Context, messages: list[BaseMessage], attempt: int, node: str, tools: list[Any]
+) -> tuple[BaseMessage, dict[str, Any]]:
     """Call the role's model with ``tools`` bound; returns the raw reply (its ``tool_calls``) and
     the state update. Raises NotImplementedError when the model class cannot bind tools."""
     spec = model_spec(role, ctx)
@@ -111,8 +121,16 @@ def progress(event: dict[str, Any]) -> None:
             log.debug("progress listener failed", exc_info=True)
 
 
-def _call(role: str, ctx: Context, spec: str, runnable: Any, messages: list[BaseMessage], attempt: int,
-          node: str, tools_bound: bool = False) -> tuple[BaseMessage, Any, str, dict[str, Any]]:
+def _call(
+    role: str,
+    ctx: Context,
+    spec: str,
+    runnable: Any,
+    messages: list[BaseMessage],
+    attempt: int,
+    node: str,
+    tools_bound: bool = False,
+) -> tuple[BaseMessage, Any, str, dict[str, Any]]:
     """The one place a model is called: every call is timed, priced, logged and recorded."""
     parsed = None
     token = recording.current_call.set((node, attempt))
@@ -130,30 +148,58 @@ def _call(role: str, ctx: Context, spec: str, runnable: Any, messages: list[Base
         recording.current_call.reset(token)
     wall_s = time.monotonic() - start
     text = reply.content if isinstance(reply.content, str) else str(reply.content)
-    tool_calls = [{"name": c.get("name", ""), "args": c.get("args", {})} for c in getattr(reply, "tool_calls", None) or []]
+    tool_calls = [
+        {"name": c.get("name", ""), "args": c.get("args", {})} for c in getattr(reply, "tool_calls", None) or []
+    ]
     if not text and tool_calls and not tools_bound:  # function_calling structured output: JSON in a tool call
         text = json.dumps(tool_calls[0]["args"])
     usage = {**llm.usage_of(reply, role), "llm_wall_s": wall_s}
-    progress({"event": "llm_reply", "node": node, "role": role, "attempt": attempt, "wall_s": wall_s,
-              "output_tokens": usage["output_tokens"]})
+    progress(
+        {
+            "event": "llm_reply",
+            "node": node,
+            "role": role,
+            "attempt": attempt,
+            "wall_s": wall_s,
+            "output_tokens": usage["output_tokens"],
+        }
+    )
     # An empty spec is the embedded model, or the endpoint's only model (already listed, cached).
     spec = spec or ("local" if llm.is_local(spec, role) else llm.default_spec(role))
     cost = cost_usd(ctx, spec, usage["input_tokens"], usage["output_tokens"])
     if cost is not None:
         usage["cost_usd"] = cost
-    recording.record(_thread_id(), node=node, role=role, attempt=attempt, model=spec,
-                     messages=messages, reply=text, reasoning=_reasoning(reply), usage=usage,
-                     tool_calls=tool_calls)
-    entry = {"role": role, "node": node, "attempt": attempt, "reply": text[:LOG_TEXT_CHARS],
-             "input_tokens": usage["input_tokens"], "output_tokens": usage["output_tokens"],
-             "wall_s": wall_s, "cost_usd": cost if cost is not None else 0.0}
+    recording.record(
+        _thread_id(),
+        node=node,
+        role=role,
+        attempt=attempt,
+        model=spec,
+        messages=messages,
+        reply=text,
+        reasoning=_reasoning(reply),
+        usage=usage,
+        tool_calls=tool_calls,
+    )
+    entry = {
+        "role": role,
+        "node": node,
+        "attempt": attempt,
+        "reply": text[:LOG_TEXT_CHARS],
+        "input_tokens": usage["input_tokens"],
+        "output_tokens": usage["output_tokens"],
+        "wall_s": wall_s,
+        "cost_usd": cost if cost is not None else 0.0,
+    }
     if tool_calls:
         entry["tool_calls"] = tool_calls
     return reply, parsed, text, {"usage": usage, "log": [entry]}
 
 
-def ask(role: str, ctx: Context, system: str, human: str, attempt: int,
-        node: str = "", grammar: str | None = None) -> tuple[str, dict[str, Any]]:
-    text, update, _ = invoke(role, ctx, [SystemMessage(system), HumanMessage(human)], attempt, node or role,
-                             grammar=grammar)
+def ask(
+    role: str, ctx: Context, system: str, human: str, attempt: int, node: str = "", grammar: str | None = None
+) -> tuple[str, dict[str, Any]]:
+    text, update, _ = invoke(
+        role, ctx, [SystemMessage(system), HumanMessage(human)], attempt, node or role, grammar=grammar
+    )
     return text, update

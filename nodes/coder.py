@@ -36,14 +36,22 @@ def _inputs_text(problem: dict) -> str:
 
 def _feedback(state: PragmaState, last: dict) -> dict:
     """The previous candidate and its verifier result, for the single-agent prompt."""
-    history = "\n".join(f"attempt {a['iteration']}: {a['status']}, speedup {a['speedup']:.3f}x"
-                        for a in state.get("attempts", []))
-    return {"previous": state["candidate"]["iteration"], "code": prompts.failed_code(state["candidate"]),
-            "status": last.get("status", ""), "message": last.get("message", ""),
-            "log_tail": (last.get("log_tail") or "")[-3000:], "speedup": last.get("speedup", 0.0),
-            "runtime_ms": last.get("runtime_ms", 0.0), "ref_runtime_ms": last.get("ref_runtime_ms", 0.0),
-            "max_abs_diff": last.get("max_abs_diff", 0.0), "history": history,
-            "best_speedup": (state.get("best") or {}).get("speedup", 0.0)}
+    history = "\n".join(
+        f"attempt {a['iteration']}: {a['status']}, speedup {a['speedup']:.3f}x" for a in state.get("attempts", [])
+    )
+    return {
+        "previous": state["candidate"]["iteration"],
+        "code": prompts.failed_code(state["candidate"]),
+        "status": last.get("status", ""),
+        "message": last.get("message", ""),
+        "log_tail": (last.get("log_tail") or "")[-3000:],
+        "speedup": last.get("speedup", 0.0),
+        "runtime_ms": last.get("runtime_ms", 0.0),
+        "ref_runtime_ms": last.get("ref_runtime_ms", 0.0),
+        "max_abs_diff": last.get("max_abs_diff", 0.0),
+        "history": history,
+        "best_speedup": (state.get("best") or {}).get("speedup", 0.0),
+    }
 
 
 def candidate_format(ctx: Context, problem: dict) -> tuple[str, str, dict[str, Any] | None]:
@@ -71,8 +79,13 @@ def grammar_for(ctx: Context, fmt: str) -> str | None:
 
 def _human(state: PragmaState, ctx: Context, fmt: str, spec: dict[str, Any] | None, attempt: int) -> tuple[str, str]:
     problem = state["problem"]
-    common = {"attempt": attempt, "name": problem["name"], "source": problem["source"],
-              "inputs": _inputs_text(problem), "hardware": state.get("hardware", "")}
+    common = {
+        "attempt": attempt,
+        "name": problem["name"],
+        "source": problem["source"],
+        "inputs": _inputs_text(problem),
+        "hardware": state.get("hardware", ""),
+    }
     if spec is not None:
         common["signature"] = glue.prototype(spec)
     guidance = state.get("guidance") or {}
@@ -91,15 +104,21 @@ def _human(state: PragmaState, ctx: Context, fmt: str, spec: dict[str, Any] | No
     elif guidance.get("mode") == "repair" and last.get("status") not in (None, "ok"):
         origin = "repair"
         template = prompts.CODER_REPAIR_KERNEL if kernel else prompts.CODER_REPAIR
-        human = template.format(**common, status=last["status"], code=prompts.failed_code(state["candidate"]),
-                                guidance=guidance["text"])
+        human = template.format(
+            **common, status=last["status"], code=prompts.failed_code(state["candidate"]), guidance=guidance["text"]
+        )
     elif best.get("code") and guidance.get("text"):
         origin = "refine"
         # A best written in module format stays a module; only a glue-generated best shows its C++.
         best_kernel = glue.kernel_of(best["code"]) if kernel else None
         template = prompts.CODER_REFINE_KERNEL if best_kernel else prompts.CODER_REFINE
-        human = template.format(**common, best_speedup=best["speedup"], best_runtime_ms=best["runtime_ms"],
-                                best_code=best_kernel or best["code"], guidance=guidance["text"])
+        human = template.format(
+            **common,
+            best_speedup=best["speedup"],
+            best_runtime_ms=best["runtime_ms"],
+            best_code=best_kernel or best["code"],
+            guidance=guidance["text"],
+        )
     else:
         origin = "initial"
         human = (prompts.CODER_FIRST_KERNEL if kernel else prompts.CODER_FIRST).format(**common)
@@ -135,8 +154,9 @@ def coder(state: PragmaState, runtime: Runtime[Context]) -> dict:
     human += _memory_section(ctx, problem)
     # The backend decides the kernel language (C++ on cpu, Triton on gpu); the templates are shared.
     system = prompts.CODER_SYSTEM_KERNEL if fmt == "kernel" else backend_for(ctx).coder_system
-    human = budget.fit(system, human, budget.budget_for(
-        ctx.prompt_budget_tokens, llm.is_local(chat.model_spec("coder", ctx), "coder")))
+    human = budget.fit(
+        system, human, budget.budget_for(ctx.prompt_budget_tokens, llm.is_local(chat.model_spec("coder", ctx), "coder"))
+    )
     grammar = grammar_for(ctx, fmt)
     text, update = chat.ask("coder", ctx, system, human, attempt, **({"grammar": grammar} if grammar else {}))
     candidate: dict[str, Any] = {"iteration": attempt, "origin": origin, "format": fmt}
@@ -159,8 +179,11 @@ def coder(state: PragmaState, runtime: Runtime[Context]) -> dict:
     except ExtractionError as exc:
         # An unusable reply is a failed candidate; the verifier reports it and repair follows,
         # quoting the reply itself rather than this placeholder.
-        why = (f'the reply contains no C++ code block defining extern "C" void {spec["entry"]}(...)'
-               if spec is not None else str(exc))
+        why = (
+            f'the reply contains no C++ code block defining extern "C" void {spec["entry"]}(...)'
+            if spec is not None
+            else str(exc)
+        )
         candidate["code"] = f"# PRAGMA: {why}\nraise SyntaxError({why!r})\n"
         candidate["unusable_reply"] = strip_reasoning(text)[: prompts.UNUSABLE_REPLY_CHARS]
     return {**update, "iteration": attempt, "candidate": candidate}

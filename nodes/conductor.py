@@ -66,8 +66,14 @@ def _tool_round(ctx: Context, system: str, human: str, attempt: int) -> tuple[An
     from pragma.knowledge.tool import lookup_profiler_metric
 
     try:
-        return chat.invoke_with_tools("conductor", ctx, [SystemMessage(system), HumanMessage(human)], attempt,
-                                      "conductor-tools", [lookup_profiler_metric])
+        return chat.invoke_with_tools(
+            "conductor",
+            ctx,
+            [SystemMessage(system), HumanMessage(human)],
+            attempt,
+            "conductor-tools",
+            [lookup_profiler_metric],
+        )
     except NotImplementedError:
         return None
     except Exception as exc:
@@ -92,8 +98,9 @@ def _lookups(reply: Any, limit: int) -> str:
     return "\n".join(parts)
 
 
-def decide(ctx: Context, system: str, human: str, attempt: int,
-           tools: bool = True) -> tuple[ConductorGuidance | None, str, dict]:
+def decide(
+    ctx: Context, system: str, human: str, attempt: int, tools: bool = True
+) -> tuple[ConductorGuidance | None, str, dict]:
     """One Conductor decision: optional tool round, then the structured answer."""
     first = _tool_round(ctx, system, human, attempt) if tools else None
     if first is None:
@@ -105,8 +112,9 @@ def decide(ctx: Context, system: str, human: str, attempt: int,
             return parsed, text, update
     else:
         human = f"{human}\n<knowledge_lookups>\n{_lookups(reply, ctx.knowledge_tool_calls)}\n</knowledge_lookups>\n"
-    parsed, text, more = structured.ask_structured("conductor", ctx, system, human, attempt, "conductor",
-                                                   ConductorGuidance)
+    parsed, text, more = structured.ask_structured(
+        "conductor", ctx, system, human, attempt, "conductor", ConductorGuidance
+    )
     return parsed, text, _merge(update, more)
 
 
@@ -119,12 +127,22 @@ def conductor(state: PragmaState, runtime: Runtime[Context]) -> dict:
     template = prompts.CONDUCTOR_HUMAN_NO_PROFILE if no_profile else prompts.CONDUCTOR_HUMAN
     knowledge = "" if no_profile else knowledge_section([profile, best.get("profile") or {}], runtime.context)
     human = template.format(
-        runtime_ms=result["runtime_ms"], ref_runtime_ms=result["ref_runtime_ms"], attempt=candidate["iteration"], name=state["problem"]["name"], source=state["problem"]["source"],
-        hardware=state.get("hardware", ""), history=_history(state.get("attempts", [])),
-        iteration=candidate["iteration"], speedup=result["speedup"], code=candidate["code"],
-        profile=render_profile(profile), best_iteration=best.get("iteration", 0),
-        best_speedup=best.get("speedup", 0.0), best_code=best.get("code", ""),
-        best_profile=render_profile(best.get("profile") or {}), diff=profile.get("diff_vs_best", ""),
+        runtime_ms=result["runtime_ms"],
+        ref_runtime_ms=result["ref_runtime_ms"],
+        attempt=candidate["iteration"],
+        name=state["problem"]["name"],
+        source=state["problem"]["source"],
+        hardware=state.get("hardware", ""),
+        history=_history(state.get("attempts", [])),
+        iteration=candidate["iteration"],
+        speedup=result["speedup"],
+        code=candidate["code"],
+        profile=render_profile(profile),
+        best_iteration=best.get("iteration", 0),
+        best_speedup=best.get("speedup", 0.0),
+        best_code=best.get("code", ""),
+        best_profile=render_profile(best.get("profile") or {}),
+        diff=profile.get("diff_vs_best", ""),
         knowledge=knowledge,
     )
     system_template = prompts.CONDUCTOR_SYSTEM_NO_PROFILE if no_profile else prompts.CONDUCTOR_SYSTEM
@@ -132,13 +150,22 @@ def conductor(state: PragmaState, runtime: Runtime[Context]) -> dict:
     parsed, text, update = decide(runtime.context, system, human, candidate["iteration"], tools=not no_profile)
     if parsed is None:
         # Free text is still useful guidance; it just carries no stop flag or metric requests.
-        guidance = {"mode": "optimize", "text": strip_reasoning(text), "bottleneck": "unknown",
-                    "extra_metrics": [], "should_stop": False}
+        guidance = {
+            "mode": "optimize",
+            "text": strip_reasoning(text),
+            "bottleneck": "unknown",
+            "extra_metrics": [],
+            "should_stop": False,
+        }
     else:
         steps = "\n".join(f"{i + 1}. {s}" for i, s in enumerate(parsed.steps))
-        guidance = {"mode": "optimize", "text": f"Diagnosis: {parsed.diagnosis}\nNext steps:\n{steps}",
-                    "bottleneck": parsed.bottleneck, "extra_metrics": parsed.extra_metrics,
-                    "should_stop": parsed.stop}
+        guidance = {
+            "mode": "optimize",
+            "text": f"Diagnosis: {parsed.diagnosis}\nNext steps:\n{steps}",
+            "bottleneck": parsed.bottleneck,
+            "extra_metrics": parsed.extra_metrics,
+            "should_stop": parsed.stop,
+        }
     if guidance["should_stop"]:
         # The router decides (graph/routing.py reads the limits); the node records its verdict so
         # the state, the Coder and the report say why the run went on.

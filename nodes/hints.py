@@ -21,81 +21,80 @@ from pragma.tools.anticheat import RULES
 # rule -> what to do instead. The verifier's finding ("line 9: calls .relu()") is shown before it.
 RULE_HINTS: dict[str, str] = {
     "no_torch_compute": "compute the result in the C++ kernel; in Python use torch only to allocate "
-                        "(torch.empty, torch.empty_like), .contiguous() and sizes, never an operator, a "
-                        "tensor method like .relu()/.sum()/.exp(), or arithmetic on tensors",
+    "(torch.empty, torch.empty_like), .contiguous() and sizes, never an operator, a "
+    "tensor method like .relu()/.sum()/.exp(), or arithmetic on tensors",
     "no_library_compute": "remove numpy/scipy/numba/jax: compute in the C++ kernel",
     "has_compiled_kernel": "build a C++ kernel with load_cpp(CPP_SOURCE, name=...) from pragma_cext and call "
-                           "it in forward; the module must compile its own kernel",
+    "it in forward; the module must compile its own kernel",
     "compiled_code_ran": "call the compiled kernel from forward on every call (through the library load_cpp "
-                         "returned); do not compute the output any other way",
+    "returned); do not compute the output any other way",
     "no_try_fallback": "remove the try/except around the kernel call (or re-raise in the handler); a failing "
-                       "kernel must fail, not fall back",
+    "kernel must fail, not fall back",
     "no_reference_model": "do not subclass, copy or call Model; write ModelNew from scratch around your kernel",
     "no_threads_or_processes": "remove threading/multiprocessing/subprocess; parallelise inside C++ with "
-                               "#pragma omp parallel for",
+    "#pragma omp parallel for",
     "no_monkeypatching": "do not assign to attributes of torch, time, os.environ or other modules; only "
-                         "define your own names",
-    "no_introspection": "remove gc/inspect/sys._getframe/sys.modules/builtins access; the kernel needs only "
-                        "its inputs",
+    "define your own names",
+    "no_introspection": "remove gc/inspect/sys._getframe/sys.modules/builtins access; the kernel needs only its inputs",
     "no_dynamic_code": "remove eval/exec/compile/importlib and getattr with computed names; call functions "
-                       "directly by name",
+    "directly by name",
     "no_tensor_subclass": "return plain tensors from torch.empty; do not subclass torch.Tensor or define "
-                          "__torch_function__/__torch_dispatch__",
+    "__torch_function__/__torch_dispatch__",
     "plain_dense_output": "return a plain, dense tensor allocated with torch.empty/empty_like (no views with "
-                          "conj/neg bits, no subclasses, no sparse tensors)",
+    "conj/neg bits, no subclasses, no sparse tensors)",
     "no_precision_downgrade": "keep fp32 data in float (or double) in C++; do not convert to half/bfloat16",
-    "no_fast_math": "remove -ffast-math/-Ofast and #pragma GCC optimize(\"fast-math\"); vectorise with "
-                    "#pragma omp simd and -O3 instead",
+    "no_fast_math": 'remove -ffast-math/-Ofast and #pragma GCC optimize("fast-math"); vectorise with '
+    "#pragma omp simd and -O3 instead",
     "fp_environment": "do not change the floating-point environment (no fesetenv, _MM_SET_FLUSH_ZERO_MODE, "
-                      "torch.set_flush_denormal, crtfastmath)",
+    "torch.set_flush_denormal, crtfastmath)",
     "no_filesystem_writes": "do not open files for writing; load_cpp builds the library for you",
     "no_network": "remove socket/urllib/requests; the kernel computes from its inputs alone",
     "no_state_across_calls": "do not store results between calls (no self.x = ... in forward, no globals, no "
-                             "caches); compute everything on every call",
+    "caches); compute everything on every call",
     "inputs_unmodified": "never write into an input pointer; write only into the output buffers "
-                         "(declare inputs const in C++)",
+    "(declare inputs const in C++)",
     "fresh_output": "allocate a new output with torch.empty/empty_like on every call and return it; never "
-                    "return an input, a view of one, or a buffer kept from an earlier call",
+    "return an input, a view of one, or a buffer kept from an earlier call",
     "output_stable": "finish all work before forward returns: no detached threads, async work or deferred "
-                     "writes after the kernel call",
+    "writes after the kernel call",
     "stateless": "do not cache by pointer or shape: compute from the current input values on every call",
     "deterministic": "make reductions deterministic: give each thread a fixed range and combine partial "
-                     "results in a fixed order instead of atomics",
+    "results in a fixed order instead of atomics",
     "thread_budget": "do not call torch.set_num_threads or omp_set_num_threads or set num_threads(...) in "
-                     "pragmas; use #pragma omp parallel for and let the verifier choose the thread count",
+    "pragmas; use #pragma omp parallel for and let the verifier choose the thread count",
     "tolerance_discriminates": "nothing to fix in the kernel: the problem's outputs are too small for its "
-                               "tolerance; report it",
+    "tolerance; report it",
     "speedup_plausible": "the time is below what moving the data at the machine's bandwidth allows: compute "
-                         "the whole output on every call, do not skip work",
+    "the whole output on every call, do not skip work",
     "no_side_streams": "launch on the current CUDA stream only; remove torch.cuda.Stream and stream contexts",
     "noisy_neighbour": "leave nothing running outside forward: no background threads, timers, signal handlers "
-                       "or child processes; only OpenMP inside the kernel call",
+    "or child processes; only OpenMP inside the kernel call",
     "audited_calls": "compute from the current input values on every call: no memo or cache keyed on "
-                     "pointers, shapes or earlier calls, and the same code path on every call",
+    "pointers, shapes or earlier calls, and the same code path on every call",
     "memory_limit": "use less memory: no large temporary buffers per call, allocate only the outputs, and "
-                    "free what you allocate in C++",
+    "free what you allocate in C++",
 }
 
 # candidate_format=kernel: PRAGMA writes the Python, so a Python-side finding means the C++ must
 # change (or, for the glue rules, the C++ did something the glue cannot hide).
 KERNEL_NOTES: dict[str, str] = {
     "no_torch_compute": "PRAGMA writes the Python module; write the whole computation in the C++ function",
-    "compiled_code_ran": "PRAGMA calls your C++ function; make sure it is the extern \"C\" function of the "
-                         "stated signature and writes the outputs",
+    "compiled_code_ran": 'PRAGMA calls your C++ function; make sure it is the extern "C" function of the '
+    "stated signature and writes the outputs",
 }
 
 STATUS_HINTS: dict[str, str] = {
     "compile_error": "g++ rejected the source. Fix the first error it reports (line and message above): "
-                     "declare every variable, include the headers you use (<cstdint>, <cmath>, <algorithm>), "
-                     "keep the exact extern \"C\" signature, and end every statement with ';'",
+    "declare every variable, include the headers you use (<cstdint>, <cmath>, <algorithm>), "
+    "keep the exact extern \"C\" signature, and end every statement with ';'",
     "runtime_error": "the candidate crashed or raised. Check every index stays inside its tensor (use the "
-                     "size arguments, not fixed numbers), that loops stop at the last element, and that the "
-                     "function name and argument list match exactly",
+    "size arguments, not fixed numbers), that loops stop at the last element, and that the "
+    "function name and argument list match exactly",
     "mismatch": "the result differs from the reference. Re-read the reference forward() line by line and "
-                "compute exactly that (same formula, same reduction dimension, same handling of negative and "
-                "zero values); write every output element; accumulate sums in float or double",
+    "compute exactly that (same formula, same reduction dimension, same handling of negative and "
+    "zero values); write every output element; accumulate sums in float or double",
     "timeout": "the candidate ran past the time limit. Look for an infinite or O(n^2) loop, wrong loop "
-               "bounds (int overflow: use int64_t indices), or a parallel region inside a hot loop",
+    "bounds (int overflow: use int64_t indices), or a parallel region inside a hot loop",
     "rejected": "a verifier rule rejected the candidate",
 }
 
@@ -109,8 +108,7 @@ def rule_hint(rule: str, detail: str = "", fmt: str = "module") -> str:
         return f"rule {rule}: {found}{RULE_HINTS[rule]}."
     registered = RULES.get(rule)
     why = registered.rationale if registered else "the verifier's rule of that name failed"
-    return (f"rule {rule}: {found}change the code so that this rule passes. Why the rule exists: "
-            f"{' '.join(why.split())}")
+    return f"rule {rule}: {found}change the code so that this rule passes. Why the rule exists: {' '.join(why.split())}"
 
 
 def _first_compiler_error(text: str) -> str:

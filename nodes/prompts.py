@@ -59,10 +59,14 @@ CONDUCTOR_HUMAN = load("conductor_human")
 
 UNUSABLE_REPLY_CHARS = 3000
 
-NO_MODULE = ("(no candidate: your reply contained no ```python code block defining class ModelNew. "
-             "Reply with exactly one complete module in one ```python block.)")
-NO_KERNEL = ("(no candidate: your reply contained no ```cpp code block defining the extern \"C\" function "
-             "of the signature. Reply with exactly one complete C++ source file in one ```cpp block.)")
+NO_MODULE = (
+    "(no candidate: your reply contained no ```python code block defining class ModelNew. "
+    "Reply with exactly one complete module in one ```python block.)"
+)
+NO_KERNEL = (
+    '(no candidate: your reply contained no ```cpp code block defining the extern "C" function '
+    "of the signature. Reply with exactly one complete C++ source file in one ```cpp block.)"
+)
 
 
 def failed_code(candidate: dict) -> str:

@@ -61,13 +61,35 @@ def recorded_model(thread_id: str, role: str) -> str | None:
     return None
 
 
-def record(thread_id: str, *, node: str, role: str, attempt: int, model: str, messages: list[BaseMessage],
-           reply: str, reasoning: str, usage: dict[str, float], tool_calls: list[dict] | None = None) -> None:
+def record(
+    thread_id: str,
+    *,
+    node: str,
+    role: str,
+    attempt: int,
+    model: str,
+    messages: list[BaseMessage],
+    reply: str,
+    reasoning: str,
+    usage: dict[str, float],
+    tool_calls: list[dict] | None = None,
+) -> None:
     prompt = prompt_text(messages)
-    entry = {"t": time.time(), "thread_id": thread_id, "node": node, "role": role, "attempt": attempt,
-             "model": model, "prompt_sha256": sha256(prompt), "reply_sha256": sha256(reply),
-             "messages": [{"type": m.type, "content": str(m.content)} for m in messages],
-             "reply": reply, "reasoning": reasoning, "usage": usage, "tool_calls": tool_calls or []}
+    entry = {
+        "t": time.time(),
+        "thread_id": thread_id,
+        "node": node,
+        "role": role,
+        "attempt": attempt,
+        "model": model,
+        "prompt_sha256": sha256(prompt),
+        "reply_sha256": sha256(reply),
+        "messages": [{"type": m.type, "content": str(m.content)} for m in messages],
+        "reply": reply,
+        "reasoning": reasoning,
+        "usage": usage,
+        "tool_calls": tool_calls or [],
+    }
     with _write_lock, open(log_path(thread_id), "a") as f:
         f.write(json.dumps(entry) + "\n")
         f.flush()
@@ -114,9 +136,11 @@ class ReplayChatModel(BaseChatModel):
         used = _used.setdefault(self.thread_id, set())
         # The same prompt must also come from the same node: the Conductor's tool round (skipped on
         # replay) sends the very prompt its structured answer then sends.
-        tests = (lambda e: e["prompt_sha256"] == prompt_sha and e["node"] == (node or e["node"]),
-                 lambda e: e["node"] == node and e["attempt"] == attempt,
-                 lambda e: e["role"] == self.role and e["attempt"] == attempt)
+        tests = (
+            lambda e: e["prompt_sha256"] == prompt_sha and e["node"] == (node or e["node"]),
+            lambda e: e["node"] == node and e["attempt"] == attempt,
+            lambda e: e["role"] == self.role and e["attempt"] == attempt,
+        )
         for test in tests:
             for i, e in enumerate(self.entries):
                 if i not in used and test(e):
@@ -124,8 +148,9 @@ class ReplayChatModel(BaseChatModel):
                     return e
         return None
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         from pragma.nodes.llm import LLMError
 
         node, attempt = current_call.get()
@@ -137,6 +162,9 @@ class ReplayChatModel(BaseChatModel):
             raise LLMError(f"run {self.thread_id!r} recorded no {node or self.role} reply for attempt {attempt}")
         # A replay spends no tokens: report zero so run accounting stays honest.
         meta = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
-        message = AIMessage(content=entry["reply"], usage_metadata=meta,
-                            response_metadata={"replayed_from": entry["prompt_sha256"][:12]})
+        message = AIMessage(
+            content=entry["reply"],
+            usage_metadata=meta,
+            response_metadata={"replayed_from": entry["prompt_sha256"][:12]},
+        )
         return ChatResult(generations=[ChatGeneration(message=message)])

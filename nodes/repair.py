@@ -30,19 +30,34 @@ def repair(state: PragmaState, runtime: Runtime[Context]) -> dict:
     fixed = hints.repair_hints(result, candidate.get("format", "module"))
     if advice_mode(ctx) == "rules":
         # No LLM call: the log still gets an entry, so the report shows where the guidance came from.
-        entry = {"role": "conductor", "node": "repair", "attempt": attempt, "reply": fixed, "input_tokens": 0.0,
-                 "output_tokens": 0.0, "wall_s": 0.0, "cost_usd": 0.0, "source": "rules"}
+        entry = {
+            "role": "conductor",
+            "node": "repair",
+            "attempt": attempt,
+            "reply": fixed,
+            "input_tokens": 0.0,
+            "output_tokens": 0.0,
+            "wall_s": 0.0,
+            "cost_usd": 0.0,
+            "source": "rules",
+        }
         return {"log": [entry], "guidance": {"mode": "repair", "text": fixed, "should_stop": False}}
     human = prompts.REPAIR_HUMAN.format(
-        attempt=attempt, name=state["problem"]["name"], source=state["problem"]["source"],
-        code=prompts.failed_code(candidate), status=result["status"], max_abs_diff=result.get("max_abs_diff", 0.0),
-        message=result["message"], log_tail=result.get("log_tail", "")[-3000:],
+        attempt=attempt,
+        name=state["problem"]["name"],
+        source=state["problem"]["source"],
+        code=prompts.failed_code(candidate),
+        status=result["status"],
+        max_abs_diff=result.get("max_abs_diff", 0.0),
+        message=result["message"],
+        log_tail=result.get("log_tail", "")[-3000:],
     )
     if fixed:
         human += prompts.RULE_HINTS_SECTION.format(hints=fixed)
     spec = chat.model_spec("conductor", ctx)
-    human = budget.fit(prompts.REPAIR_SYSTEM, human,
-                       budget.budget_for(ctx.prompt_budget_tokens, llm.is_local(spec, "conductor")))
+    human = budget.fit(
+        prompts.REPAIR_SYSTEM, human, budget.budget_for(ctx.prompt_budget_tokens, llm.is_local(spec, "conductor"))
+    )
     text, update = chat.ask("conductor", ctx, prompts.REPAIR_SYSTEM, human, attempt, node="repair")
     advice = strip_reasoning(text)
     guidance = prompts.REPAIR_GUIDANCE.format(hints=fixed, advice=advice) if fixed else advice

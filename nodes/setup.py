@@ -22,5 +22,10 @@ def setup(state: PragmaState, runtime: Runtime[Context]) -> dict:
         else:
             raise problem.ProblemError("the run input needs problem.path (a KernelBench problem file)")
         given = problem.probe_problem(loaded, num_threads=ctx.num_threads, seed=ctx.seed)
-    return {"problem": given, "hardware": backend.hardware_summary(ctx), "iteration": 0,
-            "consecutive_failures": 0, "started_at": time.time()}
+    return {
+        "problem": given,
+        "hardware": backend.hardware_summary(ctx),
+        "iteration": 0,
+        "consecutive_failures": 0,
+        "started_at": time.time(),
+    }

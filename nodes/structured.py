@@ -23,8 +23,10 @@ T = TypeVar("T", bound=BaseModel)
 JSON_BLOCK = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
 OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 
-REASK = ("Your reply could not be used: {error}\nReply again with only one JSON object that matches "
-         "this schema, no other text:\n{schema}")
+REASK = (
+    "Your reply could not be used: {error}\nReply again with only one JSON object that matches "
+    "this schema, no other text:\n{schema}"
+)
 
 
 def parse_json_reply(text: str, schema: type[T]) -> tuple[T | None, str]:
@@ -47,8 +49,9 @@ def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return {"usage": add_usage(a.get("usage"), b.get("usage")), "log": a.get("log", []) + b.get("log", [])}
 
 
-def ask_structured(role: str, ctx: Context, system: str, human: str, attempt: int, node: str,
-                   schema: type[T]) -> tuple[T | None, str, dict[str, Any]]:
+def ask_structured(
+    role: str, ctx: Context, system: str, human: str, attempt: int, node: str, schema: type[T]
+) -> tuple[T | None, str, dict[str, Any]]:
     """Returns (parsed or None, the reply text, the state update for all calls made)."""
     messages = [SystemMessage(system), HumanMessage(human)]
     text, update, parsed = chat.invoke(role, ctx, messages, attempt, node, schema=schema)
@@ -57,8 +60,10 @@ def ask_structured(role: str, ctx: Context, system: str, human: str, attempt: in
     parsed, error = parse_json_reply(text, schema)
     if parsed is not None:
         return parsed, text, update
-    retry = messages + [AIMessage(text), HumanMessage(REASK.format(
-        error=error, schema=json.dumps(schema.model_json_schema()["properties"])))]
+    retry = messages + [
+        AIMessage(text),
+        HumanMessage(REASK.format(error=error, schema=json.dumps(schema.model_json_schema()["properties"]))),
+    ]
     text2, update2, parsed2 = chat.invoke(role, ctx, retry, attempt, node, schema=schema)
     update = _merge(update, update2)
     if isinstance(parsed2, schema):

@@ -15,17 +15,39 @@ from pragma.graph.context import Context
 from pragma.graph.state import PragmaState
 from pragma.tools.verify import verify_candidate
 
-ATTEMPT_KEYS = ("status", "message", "speedup", "speedup_ci", "runtime_ms", "ref_runtime_ms", "max_abs_diff",
-                "mean_abs_diff", "wall_s", "num_threads", "is_new_best", "speedup_vs_best", "is_suspicious")
+ATTEMPT_KEYS = (
+    "status",
+    "message",
+    "speedup",
+    "speedup_ci",
+    "runtime_ms",
+    "ref_runtime_ms",
+    "max_abs_diff",
+    "mean_abs_diff",
+    "wall_s",
+    "num_threads",
+    "is_new_best",
+    "speedup_vs_best",
+    "is_suspicious",
+)
 
 
 def verifier(state: PragmaState, runtime: Runtime[Context]) -> dict:
     candidate = state["candidate"]
     best = state.get("best") or {}
-    result = verify_candidate(state["problem"]["path"], candidate["code"], runtime.context,
-                              best_code=best.get("code") or None, best_speedup=float(best.get("speedup", 0.0)))
-    attempt = {"iteration": candidate["iteration"], "origin": candidate.get("origin", ""),
-               "code_sha256": hashlib.sha256(candidate["code"].encode()).hexdigest(),
-               "code": candidate["code"], **{k: result[k] for k in ATTEMPT_KEYS}}
+    result = verify_candidate(
+        state["problem"]["path"],
+        candidate["code"],
+        runtime.context,
+        best_code=best.get("code") or None,
+        best_speedup=float(best.get("speedup", 0.0)),
+    )
+    attempt = {
+        "iteration": candidate["iteration"],
+        "origin": candidate.get("origin", ""),
+        "code_sha256": hashlib.sha256(candidate["code"].encode()).hexdigest(),
+        "code": candidate["code"],
+        **{k: result[k] for k in ATTEMPT_KEYS},
+    }
     failures = 0 if result["status"] == "ok" else state.get("consecutive_failures", 0) + 1
     return {"verification": result, "attempts": [attempt], "consecutive_failures": failures}

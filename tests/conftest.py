@@ -10,9 +10,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 EXAMPLES = ROOT / "eval" / "suites" / "examples"
 CANDIDATES = Path(__file__).parent / "data" / "candidates"
 # Short timing keeps the suite fast; measurement precision is the benchmark's business.
-FAST_SETTINGS = {"PRAGMA_TIMED_CALLS": "10", "PRAGMA_WARMUP_CALLS": "2", "PRAGMA_PROFILE_CALLS": "5",
-                 # Never start the embedded model by accident (it is installed on dev machines).
-                 "PRAGMA_LOCAL_MODEL": "off"}
+FAST_SETTINGS = {
+    "PRAGMA_TIMED_CALLS": "10",
+    "PRAGMA_WARMUP_CALLS": "2",
+    "PRAGMA_PROFILE_CALLS": "5",
+    # Never start the embedded model by accident (it is installed on dev machines).
+    "PRAGMA_LOCAL_MODEL": "off",
+}
 
 
 @pytest.fixture(autouse=True)

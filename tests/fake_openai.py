@@ -54,25 +54,43 @@ class FakeOpenAI:
                 if "hang_s" in step:
                     time.sleep(step["hang_s"])
                 if "status" in step:
-                    self._send(step["status"], {"error": {"message": f"scripted HTTP {step['status']}",
-                                                          "type": "scripted", "code": step["status"]}})
+                    self._send(
+                        step["status"],
+                        {
+                            "error": {
+                                "message": f"scripted HTTP {step['status']}",
+                                "type": "scripted",
+                                "code": step["status"],
+                            }
+                        },
+                    )
                     return
                 content = step.get("content", "")
                 prompt_tokens = sum(len(str(m.get("content", ""))) for m in body.get("messages", [])) // 4
                 completion_tokens = max(1, len(content) // 4)
-                self._send(200, {
-                    "id": f"chatcmpl-{len(fake.requests)}", "object": "chat.completion", "created": int(time.time()),
-                    "model": body.get("model", "fake-model"),
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": content}}],
-                    "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                              "total_tokens": prompt_tokens + completion_tokens},
-                })
+                self._send(
+                    200,
+                    {
+                        "id": f"chatcmpl-{len(fake.requests)}",
+                        "object": "chat.completion",
+                        "created": int(time.time()),
+                        "model": body.get("model", "fake-model"),
+                        "choices": [
+                            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
+                        ],
+                        "usage": {
+                            "prompt_tokens": prompt_tokens,
+                            "completion_tokens": completion_tokens,
+                            "total_tokens": prompt_tokens + completion_tokens,
+                        },
+                    },
+                )
                 if "hang_s" in step:
                     return  # the client timed out long ago: this answer was never received
                 with fake._lock:
-                    fake.answered.append({"key": key, "prompt_tokens": prompt_tokens,
-                                          "completion_tokens": completion_tokens})
+                    fake.answered.append(
+                        {"key": key, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
+                    )
 
         self.answered: list[dict[str, Any]] = []
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

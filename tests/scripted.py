@@ -35,8 +35,9 @@ class ScriptedChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "scripted"
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         prompt = "\n".join(str(m.content) for m in messages)
         found = ATTEMPT.findall(prompt)
         attempt = int(found[-1]) if found else 0
@@ -55,8 +56,11 @@ class ScriptedChatModel(BaseChatModel):
             text = self.script[self.role][str(attempt)]
         except KeyError:
             raise KeyError(f"the script has no reply for {key}") from None
-        usage = {"input_tokens": len(prompt) // 4, "output_tokens": len(text) // 4,
-                 "total_tokens": (len(prompt) + len(text)) // 4}
+        usage = {
+            "input_tokens": len(prompt) // 4,
+            "output_tokens": len(text) // 4,
+            "total_tokens": (len(prompt) + len(text)) // 4,
+        }
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text, usage_metadata=usage))])
 
 
@@ -79,9 +83,15 @@ def code_reply(name: str, preface: str = "Here is the kernel.") -> str:
 
 def relu_script() -> dict[str, dict[str, str]]:
     """compile error -> wrong -> correct but slow -> fast (the spine's acceptance scenario)."""
-    guidance = json.dumps({"diagnosis": "scalar -O0 loop", "bottleneck": "not-vectorized",
-                           "steps": ["compile with -O3 and vectorize the loop with omp simd"],
-                           "extra_metrics": [], "stop": False})
+    guidance = json.dumps(
+        {
+            "diagnosis": "scalar -O0 loop",
+            "bottleneck": "not-vectorized",
+            "steps": ["compile with -O3 and vectorize the loop with omp simd"],
+            "extra_metrics": [],
+            "stop": False,
+        }
+    )
     return {
         "coder": {
             "1": code_reply("relu_compile_error.py"),

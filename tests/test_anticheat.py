@@ -7,14 +7,14 @@ from conftest import CANDIDATES, ROOT
 
 from pragma.tools.anticheat import RULES, STATIC_RULES, static_checks
 
-HEADER = textwrap.dedent('''
+HEADER = textwrap.dedent("""
     import ctypes
     import torch
     import torch.nn.functional as F
     from torch import nn
     from pragma_cext import load_cpp, ptr
     _lib = load_cpp('extern "C" void k(const float* x, float* y, long n) {}', name="k")
-''')
+""")
 
 
 def failed(body: str, problem_source: str = "") -> dict[str, str]:
@@ -23,9 +23,10 @@ def failed(body: str, problem_source: str = "") -> dict[str, str]:
 
 
 def model(forward_body: str, init_body: str = "pass") -> str:
-    return (f"class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-            f"        {init_body}\n    def forward(self, x):\n"
-            + textwrap.indent(textwrap.dedent(forward_body), "        "))
+    return (
+        f"class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        f"        {init_body}\n    def forward(self, x):\n" + textwrap.indent(textwrap.dedent(forward_body), "        ")
+    )
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in CANDIDATES.glob("*.py")))
@@ -35,59 +36,75 @@ def test_spine_fixtures_break_no_static_rule(name):
     assert {c["rule"] for c in checks} == set(STATIC_RULES)
 
 
-@pytest.mark.parametrize("forward, rule", [
-    ("return F.relu(x)", "no_torch_compute"),
-    ("return x.clamp(min=0)", "no_torch_compute"),
-    ("return x @ x.t()", "no_torch_compute"),
-    ("return torch.ops.aten.relu(x)", "no_torch_compute"),
-    ("try:\n    y = torch.empty_like(x)\nexcept Exception:\n    y = None\nreturn y", "no_try_fallback"),
-    ("self.cache = x\nreturn x", "no_state_across_calls"),
-    ("import os\nos.environ['OMP_NUM_THREADS'] = '8'\nreturn x", "no_monkeypatching"),
-    ("torch.set_num_threads(8)\nreturn x", "thread_budget"),
-    ("torch.set_flush_denormal(True)\nreturn x", "fp_environment"),
-    ("return eval('torch.relu')(x)", "no_dynamic_code"),
-    ("import sys\nreturn sys.modules['pragma_problem'].Model()(x)", "no_introspection"),
-    ("return x.half().float()", "no_precision_downgrade"),
-    ("return x.to(torch.bfloat16)", "no_precision_downgrade"),
-    ("open('out.bin', 'wb').write(b'')\nreturn x", "no_filesystem_writes"),
-    ("import socket\nreturn x", "no_network"),
-    ("import subprocess\nreturn x", "no_threads_or_processes"),
-    ("return x.as_subclass(torch.Tensor)", "no_tensor_subclass"),
-])
+@pytest.mark.parametrize(
+    "forward, rule",
+    [
+        ("return F.relu(x)", "no_torch_compute"),
+        ("return x.clamp(min=0)", "no_torch_compute"),
+        ("return x @ x.t()", "no_torch_compute"),
+        ("return torch.ops.aten.relu(x)", "no_torch_compute"),
+        ("try:\n    y = torch.empty_like(x)\nexcept Exception:\n    y = None\nreturn y", "no_try_fallback"),
+        ("self.cache = x\nreturn x", "no_state_across_calls"),
+        ("import os\nos.environ['OMP_NUM_THREADS'] = '8'\nreturn x", "no_monkeypatching"),
+        ("torch.set_num_threads(8)\nreturn x", "thread_budget"),
+        ("torch.set_flush_denormal(True)\nreturn x", "fp_environment"),
+        ("return eval('torch.relu')(x)", "no_dynamic_code"),
+        ("import sys\nreturn sys.modules['pragma_problem'].Model()(x)", "no_introspection"),
+        ("return x.half().float()", "no_precision_downgrade"),
+        ("return x.to(torch.bfloat16)", "no_precision_downgrade"),
+        ("open('out.bin', 'wb').write(b'')\nreturn x", "no_filesystem_writes"),
+        ("import socket\nreturn x", "no_network"),
+        ("import subprocess\nreturn x", "no_threads_or_processes"),
+        ("return x.as_subclass(torch.Tensor)", "no_tensor_subclass"),
+    ],
+)
 def test_forward_violations(forward, rule):
     assert rule in failed(model(forward))
 
 
 def test_glue_is_allowed():
-    body = model("""
+    body = model(
+        """
         x = x.contiguous().view(-1)
         y = torch.empty(x.shape, dtype=x.dtype)
         z = torch.zeros_like(y)
         n = x.numel() * x.element_size() + x.size(0)
         _lib.k(ptr(x), ptr(y), n)
         return y.reshape(z.shape).view_as(y)
-    """, init_body="self.w = nn.Parameter(torch.empty(3)); nn.init.zeros_(self.w); self.lin = nn.Linear(2, 2)")
+    """,
+        init_body="self.w = nn.Parameter(torch.empty(3)); nn.init.zeros_(self.w); self.lin = nn.Linear(2, 2)",
+    )
     assert failed(body) == {}
 
 
 def test_calls_into_the_compiled_library_are_not_torch_compute_whatever_their_name():
     assert failed(model("_lib.relu(ptr(x))\nreturn x")) == {}
-    assert failed("class M:\n    def __init__(self):\n        self.ext = load_cpp('')\n"
-                  "    def forward(self, x):\n        return self.ext.softmax(x)\n") == {}
+    assert (
+        failed(
+            "class M:\n    def __init__(self):\n        self.ext = load_cpp('')\n"
+            "    def forward(self, x):\n        return self.ext.softmax(x)\n"
+        )
+        == {}
+    )
 
 
 def test_no_kernel_at_all_is_rejected():
-    checks = static_checks("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
-                           "        return torch.zeros_like(x)\n")
+    checks = static_checks(
+        "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+        "        return torch.zeros_like(x)\n"
+    )
     assert {c["rule"] for c in checks if c["verdict"] == "fail"} == {"has_compiled_kernel"}
 
 
 def test_cpp_source_rules_ignore_comments_and_see_code():
-    quiet = failed('SRC = r"""\n#include <cstdint>\n// no -ffast-math, no std::thread here\n'
-                   'extern "C" void k() {}\n"""\n')
+    quiet = failed(
+        'SRC = r"""\n#include <cstdint>\n// no -ffast-math, no std::thread here\nextern "C" void k() {}\n"""\n'
+    )
     assert quiet == {}
-    loud = failed('SRC = r"""\n#include <cstdint>\n#pragma GCC optimize("fast-math")\n'
-                  'extern "C" void k(float* y) { FILE* f = fopen("/tmp/x", "w"); omp_set_num_threads(8); }\n"""\n')
+    loud = failed(
+        'SRC = r"""\n#include <cstdint>\n#pragma GCC optimize("fast-math")\n'
+        'extern "C" void k(float* y) { FILE* f = fopen("/tmp/x", "w"); omp_set_num_threads(8); }\n"""\n'
+    )
     assert {"no_fast_math", "no_filesystem_writes", "thread_budget"} <= set(loud)
 
 

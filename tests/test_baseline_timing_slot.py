@@ -14,16 +14,22 @@ from pragma.eval.suites import load_suite
 from pragma.graph.context import resolve_context
 
 HOLD_S = 12.0
-HOLDER = ("import sys, time\nfrom pragma.tools import timing_slot\n"
-          "with timing_slot.hold('test'):\n    print('held', flush=True)\n    time.sleep(float(sys.argv[1]))\n")
+HOLDER = (
+    "import sys, time\nfrom pragma.tools import timing_slot\n"
+    "with timing_slot.hold('test'):\n    print('held', flush=True)\n    time.sleep(float(sys.argv[1]))\n"
+)
 
 
 def test_reference_timing_waits_for_the_timing_slot(tmp_path, isolated_data_dir, monkeypatch):
     slot = tmp_path / "slot.lock"
     monkeypatch.setenv("PRAGMA_TIMING_SLOT_PATH", str(slot))
     [relu] = load_suite(str(EXAMPLES), None, ["relu"])
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(HOLD_S)], stdout=subprocess.PIPE, text=True,
-                              env=pragma_env(isolated_data_dir, PRAGMA_TIMING_SLOT_PATH=str(slot)))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(HOLD_S)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=pragma_env(isolated_data_dir, PRAGMA_TIMING_SLOT_PATH=str(slot)),
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         started = time.monotonic()

@@ -19,8 +19,14 @@ JUDGING = ("judge.py", "compare.py", "stress.py", "freshen.py", "stats.py", "phy
 # Neutral plumbing both sides import (no verdicts, no candidate code).
 NEUTRAL = ("protocol.py", "shm.py")
 # Run candidate code (or live in a process that does).
-INSIDE_PREFIXES = ("pragma.tools.inside", "pragma.tools.cext", "pragma.tools.worker", "pragma.tools.region",
-                   "pragma.tools.gpu_worker", "pragma.tools.guards")
+INSIDE_PREFIXES = (
+    "pragma.tools.inside",
+    "pragma.tools.cext",
+    "pragma.tools.worker",
+    "pragma.tools.region",
+    "pragma.tools.gpu_worker",
+    "pragma.tools.guards",
+)
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:
@@ -50,7 +56,10 @@ def test_the_scan_sees_an_inside_import(tmp_path):
     fake = tmp_path / "fake_judge.py"
     fake.write_text("def f():\n    from pragma.tools.inside import runner\n    import pragma.tools.cext as c\n")
     assert [name for _, name in _imports(fake) if _inside(name)] == [
-        "pragma.tools.inside", "pragma.tools.inside.runner", "pragma.tools.cext"]
+        "pragma.tools.inside",
+        "pragma.tools.inside.runner",
+        "pragma.tools.cext",
+    ]
 
 
 def test_every_module_in_the_inside_package_is_marked_inside():
@@ -59,8 +68,10 @@ def test_every_module_in_the_inside_package_is_marked_inside():
 
 
 def test_the_judge_process_never_loads_an_inside_module():
-    code = ("import sys, pragma.tools.judge, pragma.tools.verify\n"
-            f"bad = [m for m in sys.modules if m.startswith({INSIDE_PREFIXES!r})]\n"
-            "print(bad)\nassert not bad, bad\n")
+    code = (
+        "import sys, pragma.tools.judge, pragma.tools.verify\n"
+        f"bad = [m for m in sys.modules if m.startswith({INSIDE_PREFIXES!r})]\n"
+        "print(bad)\nassert not bad, bad\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr

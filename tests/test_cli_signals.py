@@ -24,10 +24,24 @@ def _as_from_a_terminal() -> None:
 def test_signal_during_llm_call_stops_the_run_resumably(isolated_data_dir, tmp_path, sig, code, word):
     with FakeOpenAI({"coder:1": [{"hang_s": 120}]}) as fake:
         env = pragma_env(isolated_data_dir, PRAGMA_LLM_BASE_URL=fake.base_url)
-        proc = subprocess.Popen([sys.executable, "-m", "pragma.graph.cli", "optimize", str(EXAMPLES / "relu.py"),
-                                 "--coder-model", "openai:fake-model", "--out", str(tmp_path / "out")],
-                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                preexec_fn=_as_from_a_terminal)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "pragma.graph.cli",
+                "optimize",
+                str(EXAMPLES / "relu.py"),
+                "--coder-model",
+                "openai:fake-model",
+                "--out",
+                str(tmp_path / "out"),
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=_as_from_a_terminal,
+        )
         deadline = time.monotonic() + 240
         while not fake.requests and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.2)

@@ -9,14 +9,16 @@ from test_llm_endpoint import dead_port
 
 
 def doctor(env):
-    return subprocess.run([sys.executable, "-m", "pragma.graph.cli", "doctor"], env=env, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "pragma.graph.cli", "doctor"], env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_doctor_with_a_live_endpoint(isolated_data_dir):
     with FakeOpenAI({}) as fake:
-        proc = doctor(pragma_env(isolated_data_dir, PRAGMA_LLM_BASE_URL=fake.base_url,
-                                 PRAGMA_CODER_MODEL="openai:fake-model"))
+        proc = doctor(
+            pragma_env(isolated_data_dir, PRAGMA_LLM_BASE_URL=fake.base_url, PRAGMA_CODER_MODEL="openai:fake-model")
+        )
     lines = {line.split()[1]: line.split()[0] for line in proc.stdout.splitlines() if not line.startswith(" ")}
     assert lines["llm"] == "ok" and lines["compiler"] == "ok" and lines["checkpointer"] == "ok", proc.stdout
     assert set(lines) >= {"perf", "valgrind", "objdump", "knowledge"}

@@ -67,9 +67,15 @@ def test_torch_compile_without_a_compiler_is_unavailable_with_the_reason(small_p
     # Inductor builds C++ for CPU kernels with $CXX: without one, torch.compile cannot work here.
     monkeypatch.setenv("CXX", "/nonexistent/g++")
     db_path = tmp_path / "results.sqlite"
-    spec = JobSpec(run_id="tc", problem=small_problem.to_dict(), mode=TORCH_COMPILE,
-                   context={k: v for k, v in vars(resolve_context()).items() if k != "agent_mode"},
-                   results_url=str(db_path), checkpoint_url=str(tmp_path / "cp.sqlite"), out_dir=str(tmp_path))
+    spec = JobSpec(
+        run_id="tc",
+        problem=small_problem.to_dict(),
+        mode=TORCH_COMPILE,
+        context={k: v for k, v in vars(resolve_context()).items() if k != "agent_mode"},
+        results_url=str(db_path),
+        checkpoint_url=str(tmp_path / "cp.sqlite"),
+        out_dir=str(tmp_path),
+    )
     assert run_job(spec) == "finished"
     [row] = ResultsDB(str(db_path)).problems("tc")
     assert not row["solved"] and row["message"].startswith("unavailable: torch.compile failed")

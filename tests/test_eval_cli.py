@@ -21,19 +21,24 @@ def pragma(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
     return exit_info.value.code, captured.out, captured.err
 
 
-@pytest.mark.parametrize("args, message", [
-    (["eval", "run"], "give a SUITE_DIR, or --resume RUN"),
-    (["eval", "run", "/no/such/suite", "--coder-model", "openai:m"], "suite directory not found"),
-    (["eval", "run", str(EXAMPLES), "--mode", "fancy", "--coder-model", "openai:m"], "unknown mode(s) fancy"),
-    (["eval", "run", str(EXAMPLES), "--overrides", "/no/such.json", "--coder-model", "openai:m"],
-     "override file not found"),
-    (["eval", "run", str(EXAMPLES), "--workers", "0"], "--workers must be at least 1"),
-    (["eval", "run", str(EXAMPLES), "--max-iterations", "0", "--coder-model", "openai:m"], "at least 1"),
-    (["eval", "run", str(EXAMPLES), "--coder-model", "nonsense:m"], "unknown provider"),
-    (["eval", "run", "--resume", "nope"], "no evaluation run 'nope'"),
-    (["eval", "run", str(EXAMPLES), "--resume", "nope"], "--resume RUN continues a run"),
-    (["eval", "report", "nope"], "no evaluation run 'nope'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["eval", "run"], "give a SUITE_DIR, or --resume RUN"),
+        (["eval", "run", "/no/such/suite", "--coder-model", "openai:m"], "suite directory not found"),
+        (["eval", "run", str(EXAMPLES), "--mode", "fancy", "--coder-model", "openai:m"], "unknown mode(s) fancy"),
+        (
+            ["eval", "run", str(EXAMPLES), "--overrides", "/no/such.json", "--coder-model", "openai:m"],
+            "override file not found",
+        ),
+        (["eval", "run", str(EXAMPLES), "--workers", "0"], "--workers must be at least 1"),
+        (["eval", "run", str(EXAMPLES), "--max-iterations", "0", "--coder-model", "openai:m"], "at least 1"),
+        (["eval", "run", str(EXAMPLES), "--coder-model", "nonsense:m"], "unknown provider"),
+        (["eval", "run", "--resume", "nope"], "no evaluation run 'nope'"),
+        (["eval", "run", str(EXAMPLES), "--resume", "nope"], "--resume RUN continues a run"),
+        (["eval", "report", "nope"], "no evaluation run 'nope'"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(monkeypatch, capsys, args, message):
     monkeypatch.setenv("PRAGMA_LLM_API_KEY", "unused")  # model specs are checked, never called
     code, _, err = pragma(monkeypatch, capsys, *args)
@@ -45,27 +50,73 @@ def fake_run(run_id: str, with_baseline: bool) -> None:
     """A finished two-problem run as the harness would have recorded it."""
     db = ResultsDB(store.default_results_url())
     now = time.time()
-    db.upsert("eval_runs", {"run_id": run_id, "suite_dir": str(ROOT / "eval" / "suites" / "examples"),
-                            "overrides_path": "", "patterns_json": "[]", "modes_json": json.dumps(["pragma"]),
-                            "context_json": json.dumps({"max_iterations": 3, "num_threads": 1}),
-                            "settings_json": json.dumps({"workers": 2, "problem_budget_s": 600}),
-                            "machine_json": json.dumps({"cpu": "test cpu", "cores": 2}), "status": "finished",
-                            "created_at": now, "updated_at": now, "wall_s": 12.0})
+    db.upsert(
+        "eval_runs",
+        {
+            "run_id": run_id,
+            "suite_dir": str(ROOT / "eval" / "suites" / "examples"),
+            "overrides_path": "",
+            "patterns_json": "[]",
+            "modes_json": json.dumps(["pragma"]),
+            "context_json": json.dumps({"max_iterations": 3, "num_threads": 1}),
+            "settings_json": json.dumps({"workers": 2, "problem_budget_s": 600}),
+            "machine_json": json.dumps({"cpu": "test cpu", "cores": 2}),
+            "status": "finished",
+            "created_at": now,
+            "updated_at": now,
+            "wall_s": 12.0,
+        },
+    )
     for problem, category, solved, speedup in (("relu", "activation", 1, 2.5), ("matmul", "matmul", 0, 0.0)):
-        db.upsert("eval_problems", {"run_id": run_id, "problem": problem, "mode": "pragma", "category": category,
-                                    "status": "finished", "solved": solved, "best_speedup": speedup,
-                                    "best_iteration": 2 if solved else 0, "iterations": 3, "input_tokens": 900.0,
-                                    "output_tokens": 100.0, "cost_usd": 0.0, "ref_ms": 10.0, "message": ""})
+        db.upsert(
+            "eval_problems",
+            {
+                "run_id": run_id,
+                "problem": problem,
+                "mode": "pragma",
+                "category": category,
+                "status": "finished",
+                "solved": solved,
+                "best_speedup": speedup,
+                "best_iteration": 2 if solved else 0,
+                "iterations": 3,
+                "input_tokens": 900.0,
+                "output_tokens": 100.0,
+                "cost_usd": 0.0,
+                "ref_ms": 10.0,
+                "message": "",
+            },
+        )
         for i in (1, 2, 3):
             ok = solved and i >= 2
-            db.upsert("eval_attempts", {"run_id": run_id, "problem": problem, "mode": "pragma", "iteration": i,
-                                        "status": "ok" if ok else "mismatch", "accepted": int(ok and i == 2),
-                                        "speedup": speedup if ok else 0.0, "recorded_at": now})
+            db.upsert(
+                "eval_attempts",
+                {
+                    "run_id": run_id,
+                    "problem": problem,
+                    "mode": "pragma",
+                    "iteration": i,
+                    "status": "ok" if ok else "mismatch",
+                    "accepted": int(ok and i == 2),
+                    "speedup": speedup if ok else 0.0,
+                    "recorded_at": now,
+                },
+            )
         if with_baseline:
-            db.upsert("eval_problems", {"run_id": run_id, "problem": problem, "mode": "torch.compile",
-                                        "category": category, "status": "finished", "solved": int(problem == "relu"),
-                                        "best_speedup": 1.1 if problem == "relu" else 0.0, "iterations": 1,
-                                        "message": "" if problem == "relu" else "unavailable: torch.compile failed: X"})
+            db.upsert(
+                "eval_problems",
+                {
+                    "run_id": run_id,
+                    "problem": problem,
+                    "mode": "torch.compile",
+                    "category": category,
+                    "status": "finished",
+                    "solved": int(problem == "relu"),
+                    "best_speedup": 1.1 if problem == "relu" else 0.0,
+                    "iterations": 1,
+                    "message": "" if problem == "relu" else "unavailable: torch.compile failed: X",
+                },
+            )
 
 
 def test_report_and_runs_listing(monkeypatch, capsys, tmp_path):
@@ -84,16 +135,18 @@ ADVERSARIAL_PROBLEMS = ROOT / "tests" / "data" / "adversarial" / "problems"
 
 
 def test_eval_check_prints_each_problem_and_fails_only_on_an_undecidable_or_broken_one(monkeypatch, capsys, tmp_path):
-    code, out, err = pragma(monkeypatch, capsys, "eval", "check", str(ADVERSARIAL_PROBLEMS), "--json",
-                            str(tmp_path / "check.json"))
+    code, out, err = pragma(
+        monkeypatch, capsys, "eval", "check", str(ADVERSARIAL_PROBLEMS), "--json", str(tmp_path / "check.json")
+    )
     lines = {line.split()[0]: line for line in out.splitlines() if line.strip()}
     assert code == 1, out + err
     assert "not decidable: one fixed output passes" in lines["tiny_softmax"]
     # A scalar that is 1.0 on every torch.rand draw: decidable, and only through the stress variants.
     assert lines["fraction_nonnegative"].endswith("decidable with the stress variants only")
     assert lines["relu_rand"].endswith("decidable")
-    assert out.strip().splitlines()[-1] == ("8 problems: 7 decidable (2 only with the stress variants), "
-                                            "1 not decidable, 0 failed to load")
+    assert out.strip().splitlines()[-1] == (
+        "8 problems: 7 decidable (2 only with the stress variants), 1 not decidable, 0 failed to load"
+    )
     figures = json.loads((tmp_path / "check.json").read_text())
     assert figures["symmetric_matmul"]["structures"] == ["symmetric", "symmetric"]
     assert figures["symmetric_matmul"]["stress_used"] == ["negated", "scaled x1e-03", "scaled x1e+03", "mixed signs"]
@@ -104,8 +157,11 @@ def test_eval_check_prints_each_problem_and_fails_only_on_an_undecidable_or_brok
         (suite / f"{name}.py").write_text((ADVERSARIAL_PROBLEMS / f"{name}.py").read_text())
     code, out, _ = pragma(monkeypatch, capsys, "eval", "check", str(suite))
     assert code == 0 and out.strip().splitlines()[-1].startswith("2 problems: 2 decidable"), out
-    (suite / "broken.py").write_text((ADVERSARIAL_PROBLEMS / "relu_rand.py").read_text()
-                                     .replace("torch.rand(batch_size, dim)", "torch.rand(batch_size, dim) @ 3"))
+    (suite / "broken.py").write_text(
+        (ADVERSARIAL_PROBLEMS / "relu_rand.py")
+        .read_text()
+        .replace("torch.rand(batch_size, dim)", "torch.rand(batch_size, dim) @ 3")
+    )
     code, out, _ = pragma(monkeypatch, capsys, "eval", "check", str(suite))
     assert code == 1 and "cannot load: TypeError" in out and "1 failed to load" in out, out
     code, _, err = pragma(monkeypatch, capsys, "eval", "check", str(tmp_path / "nowhere"))

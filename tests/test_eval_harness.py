@@ -4,6 +4,7 @@ then the report from that run, with its PNGs checked for content."""
 
 import io
 import json
+import os
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -40,28 +41,48 @@ def slice_run(tmp_path_factory):
         mp.setenv("PRAGMA_DATA_DIR", str(data))
         mp.setenv("PRAGMA_EVAL_SCRIPT", str(script))
         mp.setenv("PRAGMA_TEST_LLM_LOG", str(log))
-        for k, v in {"PRAGMA_TIMED_CALLS": "10", "PRAGMA_WARMUP_CALLS": "2", "PRAGMA_WARMUP_S": "0.05",
-                     "PRAGMA_PROFILE_CALLS": "5", "PRAGMA_LOCAL_MODEL": "off",
-                     # PRAGMA mode still profiles (perf, vectorization, instruction mix); the callgrind
-                     # simulation and hot-spot sampling cost minutes on 2 cores and are tested elsewhere.
-                     "PRAGMA_PROFILE_SIMULATE": "never", "PRAGMA_PROFILE_HOTSPOTS": "false"}.items():
+        for k, v in {
+            "PRAGMA_TIMED_CALLS": "10",
+            "PRAGMA_WARMUP_CALLS": "2",
+            "PRAGMA_WARMUP_S": "0.05",
+            "PRAGMA_PROFILE_CALLS": "5",
+            "PRAGMA_LOCAL_MODEL": "off",
+            # PRAGMA mode still profiles (perf, vectorization, instruction mix); the callgrind
+            # simulation and hot-spot sampling cost minutes on 2 cores and are tested elsewhere.
+            "PRAGMA_PROFILE_SIMULATE": "never",
+            "PRAGMA_PROFILE_HOTSPOTS": "false",
+        }.items():
             mp.setenv(k, v)
-        # Worker processes are forked: they inherit the scripted model installed here.
+        # Worker processes are forked (they inherit the scripted model installed here) or, where
+        # this process has loaded Chroma (eval/supervise.py), new interpreters: the setup hook.
         mp.setattr(llm, "load_chat_model", scripted_suite.loader_for(json.loads(script.read_text())))
+        mp.setenv("PRAGMA_EVAL_SETUP_HOOK", "scripted_suite:install")
+        mp.setenv("PYTHONPATH", os.pathsep.join([str(EVAL_DATA), os.environ.get("PYTHONPATH", "")]))
         ctx = resolve_context(coder_model="scripted:coder", max_iterations=ITERATIONS)
         settings = harness.RunSettings(workers=2, problem_budget_s=900)
-        run_id = harness.create_run(str(ROOT / "eval" / "suites" / "cpu"), MODES, ctx, settings,
-                                    patterns=SLICE, run_id="slice")
+        run_id = harness.create_run(
+            str(ROOT / "eval" / "suites" / "cpu"), MODES, ctx, settings, patterns=SLICE, run_id="slice"
+        )
         buf = io.StringIO()
         counts = harness.execute(run_id, Console(file=buf, width=160))
         results_url = store.default_results_url()
         with store.checkpointer(store.default_checkpoint_url(run_id)) as saver:
             app = compile_app(saver)
-            states = {(p, m): app.get_state({"configurable": {"thread_id": store.thread_id(run_id, m, p)}}).values
-                      for p in SLICE for m in MODES}
+            states = {
+                (p, m): app.get_state({"configurable": {"thread_id": store.thread_id(run_id, m, p)}}).values
+                for p in SLICE
+                for m in MODES
+            }
     calls = [json.loads(line) for line in log.read_text().splitlines()]
-    return {"run_id": run_id, "counts": counts, "output": buf.getvalue(), "results_url": results_url,
-            "states": states, "calls": calls, "data": data}
+    return {
+        "run_id": run_id,
+        "counts": counts,
+        "output": buf.getvalue(),
+        "results_url": results_url,
+        "states": states,
+        "calls": calls,
+        "data": data,
+    }
 
 
 def rows(run, table):
@@ -78,7 +99,9 @@ def test_every_problem_and_mode_finishes_with_every_attempt_recorded(slice_run):
     per_job = defaultdict(list)
     for a in attempts:
         per_job[(a["problem"], a["mode"])].append(a["iteration"])
-    assert all(sorted(v) == list(range(1, ITERATIONS + 1)) for v in per_job.values()) and len(per_job) == len(SLICE) * len(MODES)
+    assert all(sorted(v) == list(range(1, ITERATIONS + 1)) for v in per_job.values()) and len(per_job) == len(
+        SLICE
+    ) * len(MODES)
     for a in attempts:
         assert a["input_tokens"] > 0 and a["output_tokens"] > 0 and a["verify_wall_s"] > 0
         if a["status"] == "ok":
@@ -150,7 +173,7 @@ def test_report_has_table_one_figures_and_a_self_contained_page(slice_run, tmp_p
     for png in ("fig3_categories.png", "fig4_iterations.png"):
         _png_is_a_real_plot(tmp_path / "report" / png)
     page = (tmp_path / "report" / "report.html").read_text()
-    assert page.count("data:image/png;base64,") == 2 and "<table>" in page and "src=\"fig" not in page
+    assert page.count("data:image/png;base64,") == 2 and "<table>" in page and 'src="fig' not in page
     data = report.build(slice_run["run_id"], slice_run["results_url"])
     for mode in MODES:  # the curves end where the problem rows do
         curve = data["curves"][mode]["solved_fraction"]

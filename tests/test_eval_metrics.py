@@ -23,15 +23,19 @@ def test_summary_matches_hand_computed_values():
     assert s["problems"] == 4 and s["solved"] == 3
     assert s["success_rate"] == pytest.approx(0.75)
     # fast_p counts solved problems with speedup > p over ALL four problems.
-    assert s["fast"] == {0.0: pytest.approx(0.75), 1.0: pytest.approx(0.5), 1.2: pytest.approx(0.5),
-                         2.0: pytest.approx(0.25)}  # 2.0 is not > 2.0
+    assert s["fast"] == {
+        0.0: pytest.approx(0.75),
+        1.0: pytest.approx(0.5),
+        1.2: pytest.approx(0.5),
+        2.0: pytest.approx(0.25),
+    }  # 2.0 is not > 2.0
     solved = s["speedup_solved"]
     assert solved["mean"] == pytest.approx((2.0 + 0.5 + 4.0) / 3)  # 2.1667
     assert solved["geomean"] == pytest.approx(math.prod([2.0, 0.5, 4.0]) ** (1 / 3))  # 4^(1/3) = 1.5874
     assert solved["median"] == pytest.approx(2.0)
     everything = s["speedup_all"]  # the unsolved problem counts as 1.0x
     assert everything["mean"] == pytest.approx((2.0 + 0.5 + 4.0 + 1.0) / 4)  # 1.875
-    assert everything["geomean"] == pytest.approx(4.0 ** 0.25)  # (2*0.5*4*1)^(1/4) = 1.4142
+    assert everything["geomean"] == pytest.approx(4.0**0.25)  # (2*0.5*4*1)^(1/4) = 1.4142
     assert everything["median"] == pytest.approx((1.0 + 2.0) / 2)
     assert s["tokens"] == 12000 and s["tokens_per_solved"] == pytest.approx(4000)
     assert s["cost_per_solved_usd"] == pytest.approx(1.20 / 3)

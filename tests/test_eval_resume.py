@@ -36,14 +36,36 @@ def test_resume_after_sigkill_mid_suite_loses_no_finished_attempt(tmp_path, isol
     script = tmp_path / "script.json"
     script.write_text(json.dumps(scripted_suite.build_script(problems)))
     log, marker = tmp_path / "llm.jsonl", tmp_path / "hanging"
-    env = pragma_env(isolated_data_dir, **FAST, PRAGMA_TEST_LLM_LOG=str(log),
-                     PRAGMA_TEST_HANG_AT="leaky_relu:coder:2", PRAGMA_TEST_HANG_MARKER=str(marker))
-    args = [sys.executable, CLI, str(script), "eval", "run", SUITE, "--mode", "no-profile", "--workers", "1",
-            "--max-iterations", "2", "--coder-model", "scripted:coder", "--run-id", "killed"]
+    env = pragma_env(
+        isolated_data_dir,
+        **FAST,
+        PRAGMA_TEST_LLM_LOG=str(log),
+        PRAGMA_TEST_HANG_AT="leaky_relu:coder:2",
+        PRAGMA_TEST_HANG_MARKER=str(marker),
+    )
+    args = [
+        sys.executable,
+        CLI,
+        str(script),
+        "eval",
+        "run",
+        SUITE,
+        "--mode",
+        "no-profile",
+        "--workers",
+        "1",
+        "--max-iterations",
+        "2",
+        "--coder-model",
+        "scripted:coder",
+        "--run-id",
+        "killed",
+    ]
     for p in problems:
         args += ["--problems", p]
-    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
     deadline = time.monotonic() + 400
     while not marker.exists():
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0]
@@ -59,8 +81,13 @@ def test_resume_after_sigkill_mid_suite_loses_no_finished_attempt(tmp_path, isol
     n_calls = len(calls(log))
 
     env.pop("PRAGMA_TEST_HANG_AT")
-    resumed = subprocess.run([sys.executable, CLI, str(script), "eval", "run", "--resume", "killed"], env=env,
-                             capture_output=True, text=True, timeout=600)
+    resumed = subprocess.run(
+        [sys.executable, CLI, str(script), "eval", "run", "--resume", "killed"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     after = calls(log)[n_calls:]
     # Nothing finished is redone: huber is skipped, leaky_relu continues at the killed call.
@@ -96,8 +123,14 @@ def test_a_job_over_its_budget_is_killed_and_recorded(tmp_path, isolated_data_di
     knowledge_store.client()
     assert supervise.fork_unsafe_reason()
     ctx = resolve_context(coder_model="scripted:coder", max_iterations=2)
-    run_id = harness.create_run(SUITE, ["single-agent"], ctx, harness.RunSettings(workers=1, problem_budget_s=BUDGET_S),
-                                patterns=["leaky_relu"], run_id="budget")
+    run_id = harness.create_run(
+        SUITE,
+        ["single-agent"],
+        ctx,
+        harness.RunSettings(workers=1, problem_budget_s=BUDGET_S),
+        patterns=["leaky_relu"],
+        run_id="budget",
+    )
     started = time.monotonic()
     counts = harness.execute(run_id, Console(file=open(os.devnull, "w")))
     assert counts == {"budget_exceeded": 1}
@@ -117,10 +150,12 @@ def test_a_job_over_its_budget_is_killed_and_recorded(tmp_path, isolated_data_di
 
 def test_kill_tree_reaches_descendants_in_other_sessions():
     """Sandboxes run in sessions of their own: killing the job's group would miss them."""
-    code = ("import subprocess, sys, time\n"
-            "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'], start_new_session=True)\n"
-            "print(child.pid, flush=True)\n"
-            "time.sleep(600)\n")
+    code = (
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'], start_new_session=True)\n"
+        "print(child.pid, flush=True)\n"
+        "time.sleep(600)\n"
+    )
     parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     grandchild = int(parent.stdout.readline())
     assert supervise.kill_tree(parent.pid) == 2

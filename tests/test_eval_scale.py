@@ -38,8 +38,9 @@ def scripted_everywhere(tmp_path, monkeypatch):
     script.write_text(json.dumps(scripted_suite.build_script(PROBLEMS)))
     monkeypatch.setenv("PRAGMA_EVAL_SCRIPT", str(script))
     monkeypatch.setenv("PRAGMA_EVAL_SETUP_HOOK", "scripted_suite:install")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(EVAL_DATA), str(ROOT),
-                                                                    os.environ.get("PYTHONPATH", "")])))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [str(EVAL_DATA), str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    )
     monkeypatch.setenv("PRAGMA_WARMUP_S", "0.05")
     monkeypatch.setattr("pragma.nodes.llm.load_chat_model", scripted_suite.loader_for(json.loads(script.read_text())))
 
@@ -48,8 +49,9 @@ def test_ray_runs_one_task_per_job(scripted_everywhere, isolated_data_dir):
     pytest.importorskip("ray", reason="Ray is not installed (pip install 'pragma-kernels[scale]')")
     ctx = resolve_context(coder_model="scripted:coder", max_iterations=1)
     settings = harness.RunSettings(problem_budget_s=900, ray_address="local")
-    run_id = harness.create_run(SUITE, ["no-profile", "single-agent"], ctx, settings, patterns=PROBLEMS,
-                                run_id="on-ray")
+    run_id = harness.create_run(
+        SUITE, ["no-profile", "single-agent"], ctx, settings, patterns=PROBLEMS, run_id="on-ray"
+    )
     counts = harness.execute(run_id, Console(file=open(os.devnull, "w")))
     assert counts == {"finished": 4}
     db = ResultsDB(str(isolated_data_dir / "eval" / "results.sqlite"))

@@ -10,11 +10,24 @@ from pragma.eval import metrics, report
 from pragma.eval.supervise import budget_best
 
 
-def row(problem: str, status: str, solved: int = 0, speedup: float = 0.0, mode: str = "pragma",
-        category: str = "activation") -> dict:
-    return {"problem": problem, "mode": mode, "category": category, "status": status, "solved": solved,
-            "best_speedup": speedup, "best_iteration": 2 if solved else 0, "input_tokens": 10.0,
-            "output_tokens": 5.0, "cost_usd": 0.0, "iterations": 3, "message": "", "ref_ms": 1.0}
+def row(
+    problem: str, status: str, solved: int = 0, speedup: float = 0.0, mode: str = "pragma", category: str = "activation"
+) -> dict:
+    return {
+        "problem": problem,
+        "mode": mode,
+        "category": category,
+        "status": status,
+        "solved": solved,
+        "best_speedup": speedup,
+        "best_iteration": 2 if solved else 0,
+        "input_tokens": 10.0,
+        "output_tokens": 5.0,
+        "cost_usd": 0.0,
+        "iterations": 3,
+        "message": "",
+        "ref_ms": 1.0,
+    }
 
 
 def summary(rows: list[dict], modes: list[str] | None = None) -> dict:
@@ -27,7 +40,7 @@ def test_two_solved_and_two_crashed_read_half_not_all():
     s = summary(rows)["pragma"]
     assert s["problems"] == 4 and s["solved"] == 2
     assert s["success_rate"] == pytest.approx(0.5) and s["fast"][1.0] == pytest.approx(0.5)
-    assert s["speedup_all"]["geomean"] == pytest.approx(2.0 ** 0.5)  # geomean(2, 2, 1, 1)
+    assert s["speedup_all"]["geomean"] == pytest.approx(2.0**0.5)  # geomean(2, 2, 1, 1)
     assert s["speedup_solved"]["mean"] == pytest.approx(2.0)
 
 
@@ -42,8 +55,11 @@ def test_anything_but_finished_and_solved_is_unsolved_at_one(status):
 
 
 def test_every_problem_and_mode_is_counted_even_without_a_row():
-    rows = [row("a", "finished", 1, 2.0), row("a", "finished", 0, mode="single-agent"),
-            row("b", "finished", 1, 4.0, category="matmul")]
+    rows = [
+        row("a", "finished", 1, 2.0),
+        row("a", "finished", 0, mode="single-agent"),
+        row("b", "finished", 1, 4.0, category="matmul"),
+    ]
     outcomes = report.outcomes_of(rows, ["pragma", "single-agent"])
     assert {(o.problem, o.mode) for o in outcomes} == {(p, m) for p in "ab" for m in ("pragma", "single-agent")}
     s = summary(rows, ["pragma", "single-agent"])
@@ -58,9 +74,11 @@ def test_every_problem_and_mode_is_counted_even_without_a_row():
 def test_budget_killed_job_keeps_the_accepted_best_not_the_fastest_ok():
     # Attempt 3 measured faster (1.9x) but the verifier did not accept it; attempt 2 is the best.
     state = {"iteration": 3, "best": {"iteration": 2, "speedup": 1.2, "speedup_ci": [1.1, 1.3]}}
-    attempts = [{"iteration": 1, "status": "mismatch", "speedup": 0.0, "accepted": 0, "ci_low": None, "ci_high": None},
-                {"iteration": 2, "status": "ok", "speedup": 1.2, "accepted": 1, "ci_low": 1.12, "ci_high": 1.31},
-                {"iteration": 3, "status": "ok", "speedup": 1.9, "accepted": 0, "ci_low": 1.0, "ci_high": 2.5}]
+    attempts = [
+        {"iteration": 1, "status": "mismatch", "speedup": 0.0, "accepted": 0, "ci_low": None, "ci_high": None},
+        {"iteration": 2, "status": "ok", "speedup": 1.2, "accepted": 1, "ci_low": 1.12, "ci_high": 1.31},
+        {"iteration": 3, "status": "ok", "speedup": 1.9, "accepted": 0, "ci_low": 1.0, "ci_high": 2.5},
+    ]
     got = budget_best(state, attempts)
     assert got["best_speedup"] == 1.2 and got["best_iteration"] == 2 and got["solved"] == 1
     assert (got["best_ci_low"], got["best_ci_high"]) == (1.12, 1.31) and got["iterations"] == 3
@@ -77,10 +95,21 @@ def test_partial_run_is_marked_on_the_first_line():
     note = report.partial_note(rows)
     assert note.startswith("PARTIAL: 2 of 3 jobs pending or running")
     assert report.partial_note([row("a", "finished", 1, 2.0), row("b", "error")]) == ""
-    data = {"run": {"run_id": "r", "suite_dir": "s", "overrides_path": "", "wall_s": 1.0}, "problems": rows,
-            "modes": ["pragma"], "all_modes": ["pragma"], "attempts": [], "context": {}, "machine": {},
-            "settings": {"workers": 1, "problem_budget_s": 10.0}, "n_problems": 3, "status_counts": {},
-            "summaries": summary(rows), "per_category": {}, "outcomes": report.outcomes_of(rows)}
+    data = {
+        "run": {"run_id": "r", "suite_dir": "s", "overrides_path": "", "wall_s": 1.0},
+        "problems": rows,
+        "modes": ["pragma"],
+        "all_modes": ["pragma"],
+        "attempts": [],
+        "context": {},
+        "machine": {},
+        "settings": {"workers": 1, "problem_budget_s": 10.0},
+        "n_problems": 3,
+        "status_counts": {},
+        "summaries": summary(rows),
+        "per_category": {},
+        "outcomes": report.outcomes_of(rows),
+    }
     first = report.render_markdown(data).splitlines()[0]
     assert first.startswith("# Evaluation run `r`") and "PARTIAL: 2 of 3 jobs pending or running" in first
     assert "counts as unsolved, at 1.0x" in " ".join(report.CONVENTIONS)

@@ -61,9 +61,14 @@ def test_cpu_suite_covers_six_categories_with_odd_sizes():
     assert len(problems) >= 30
     counts = Counter(p.category for p in problems)
     assert set(counts) == set(CATEGORIES) and min(counts.values()) >= 5, counts
-    odd = [p.name for p in problems
-           if any(isinstance(getattr(v, "value", None), int) and v.value % 2 == 1 and v.value > 1
-                  for v in module_globals(Path(p.path).read_text()).values())]
+    odd = [
+        p.name
+        for p in problems
+        if any(
+            isinstance(getattr(v, "value", None), int) and v.value % 2 == 1 and v.value > 1
+            for v in module_globals(Path(p.path).read_text()).values()
+        )
+    ]
     assert len(odd) >= len(problems) // 2, "most problems should have an odd size somewhere"
 
 
@@ -95,11 +100,18 @@ def test_no_cpu_suite_problem_is_passed_by_a_constant_output():
 
 def test_categories_from_suite_json_docstring_and_file_names(kernelbench_tree):
     examples = {p.name: p.category for p in load_suite(EXAMPLES)}
-    assert examples == {"matmul": "matmul", "relu": "activation", "softmax": "normalization",
-                        "sum_reduction": "pooling/reduction"}  # suite.json says "reduction": an alias
+    assert examples == {
+        "matmul": "matmul",
+        "relu": "activation",
+        "softmax": "normalization",
+        "sum_reduction": "pooling/reduction",
+    }  # suite.json says "reduction": an alias
     tree = {p.name: p.category for p in load_suite(kernelbench_tree)}
-    assert tree == {"level1/19_ReLU": "activation", "level1/47_Sum_reduction_over_a_dimension": "pooling/reduction",
-                    "level2/1_Conv2D_ReLU_BiasAdd": "convolution"}  # scripts and __init__ skipped
+    assert tree == {
+        "level1/19_ReLU": "activation",
+        "level1/47_Sum_reduction_over_a_dimension": "pooling/reduction",
+        "level2/1_Conv2D_ReLU_BiasAdd": "convolution",
+    }  # scripts and __init__ skipped
     assert category_from_name("1_Square_matrix_multiplication_") == "matmul"
     assert category_from_name("23_Softmax") == "normalization"
     assert category_from_name("95_CrossEntropyLoss") == "others"
@@ -107,8 +119,11 @@ def test_categories_from_suite_json_docstring_and_file_names(kernelbench_tree):
 
 def test_shape_overrides_materialize_a_copy_and_leave_the_original(kernelbench_tree, tmp_path, isolated_data_dir):
     overrides = tmp_path / "sizes.json"
-    overrides.write_text(json.dumps({"defaults": {"batch_size": 4, "not_defined_anywhere": 1},
-                                     "problems": {"level1/19_*": {"dim": 1023}}}))
+    overrides.write_text(
+        json.dumps(
+            {"defaults": {"batch_size": 4, "not_defined_anywhere": 1}, "problems": {"level1/19_*": {"dim": 1023}}}
+        )
+    )
     problems = {p.name: p for p in load_suite(kernelbench_tree, overrides)}
     relu = problems["level1/19_ReLU"]
     assert relu.overrides == {"batch_size": 4, "dim": 1023}
@@ -129,11 +144,14 @@ def test_toml_overrides_and_filters(kernelbench_tree, tmp_path):
     assert only.overrides == {"batch_size": 2}
 
 
-@pytest.mark.parametrize("content, message", [
-    ({"problems": {"level1/19_*": {"dimm": 3}}}, "has no module-level dimm"),
-    ({"problems": {"level9/*": {"dim": 3}}}, "match no problem"),
-    ({"sizes": {}}, "expected"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ({"problems": {"level1/19_*": {"dimm": 3}}}, "has no module-level dimm"),
+        ({"problems": {"level9/*": {"dim": 3}}}, "match no problem"),
+        ({"sizes": {}}, "expected"),
+    ],
+)
 def test_bad_overrides_fail_with_one_line(kernelbench_tree, tmp_path, content, message):
     overrides = tmp_path / "bad.json"
     overrides.write_text(json.dumps(content))

@@ -33,7 +33,7 @@ def test_backend_for_picks_prompts_and_implementation():
     cpu, gpu_backend = backends.backend_for(resolve_context()), backends.backend_for(resolve_context(backend="gpu"))
     assert cpu.name == "cpu" and cpu.coder_system == prompts.CODER_SYSTEM
     assert gpu_backend.name == "gpu" and gpu_backend.coder_system == prompts.CODER_SYSTEM_TRITON
-    for must in ("@triton.jit", "mask", "tl.float32", "input_precision=\"ieee\"", "triton.autotune", "stream"):
+    for must in ("@triton.jit", "mask", "tl.float32", 'input_precision="ieee"', "triton.autotune", "stream"):
         assert must in prompts.CODER_SYSTEM_TRITON, must
     assert backends.require(resolve_context()) is cpu
     assert backends.sandbox_request(resolve_context()) == {"device": "cpu"}
@@ -41,8 +41,9 @@ def test_backend_for_picks_prompts_and_implementation():
 
 
 def test_profiles_render_with_their_own_backend():
-    assert backends.render_profile({"status": "unavailable", "reason": "x", "backend": "gpu"}) == \
-        "profile unavailable: x"
+    assert (
+        backends.render_profile({"status": "unavailable", "reason": "x", "backend": "gpu"}) == "profile unavailable: x"
+    )
     assert backends.render_profile({"status": "unavailable", "reason": "y"}) == "profile unavailable: y"
 
 
@@ -76,16 +77,20 @@ def test_gpu_without_cuda_uses_the_interpreter_when_asked(monkeypatch):
 
 
 @no_cuda_only
-@pytest.mark.parametrize("command", [
-    ["verify", str(PROBLEMS / "add_relu.py"), str(CANDIDATES / "add_relu_triton.py"), "--json"],
-    ["profile", str(PROBLEMS / "add_relu.py"), str(CANDIDATES / "add_relu_triton.py")],
-    ["optimize", str(PROBLEMS / "add_relu.py")],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["verify", str(PROBLEMS / "add_relu.py"), str(CANDIDATES / "add_relu_triton.py"), "--json"],
+        ["profile", str(PROBLEMS / "add_relu.py"), str(CANDIDATES / "add_relu_triton.py")],
+        ["optimize", str(PROBLEMS / "add_relu.py")],
+    ],
+)
 def test_cli_backend_gpu_without_cuda_is_one_line_exit_2(isolated_data_dir, command):
     env = pragma_env(isolated_data_dir)
     env.pop("TRITON_INTERPRET", None)
-    proc = subprocess.run([*CLI, *command, "--set", "backend=gpu"], env=env, capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [*CLI, *command, "--set", "backend=gpu"], env=env, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert "backend=gpu needs a CUDA device" in proc.stderr
@@ -108,11 +113,11 @@ def test_graph_runs_backend_gpu_on_the_interpreter(monkeypatch, tmp_path):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     script = {"coder": {"1": scripted.code_reply("../gpu/candidates/add_relu_triton.py", "A fused Triton kernel.")}}
     monkeypatch.setattr(llm, "load_chat_model", scripted.loader_for(script))
-    ctx = resolve_context(coder_model="scripted:coder", backend="gpu", max_iterations=1, timed_calls=3,
-                          warmup_calls=1, warmup_s=0.0)
+    ctx = resolve_context(
+        coder_model="scripted:coder", backend="gpu", max_iterations=1, timed_calls=3, warmup_calls=1, warmup_s=0.0
+    )
     buf = io.StringIO()
-    code = runner.start_run(read_problem(PROBLEMS / "add_relu.py"), ctx, tmp_path / "out",
-                            Console(file=buf, width=200))
+    code = runner.start_run(read_problem(PROBLEMS / "add_relu.py"), ctx, tmp_path / "out", Console(file=buf, width=200))
     assert code == 0, buf.getvalue()
     [run] = runs.list_runs()
     log = data_dir() / "llm_logs" / f"{run['thread_id']}.jsonl"

@@ -14,8 +14,10 @@ from pragma.tools import backends, gpu_spec
 from pragma.tools.profilers import gpu, ncu
 from pragma.tools.verify import verify_candidate
 
-pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (torch sees none)")]
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (torch sees none)"),
+]
 GPU = {"backend": "gpu"}
 
 
@@ -38,9 +40,14 @@ def test_l2_flush_buffer_covers_l2():
     assert buf.numel() >= 2 * torch.cuda.get_device_properties(0).L2_cache_size
 
 
-@pytest.mark.parametrize("problem, candidate", [
-    ("add_relu.py", "add_relu_triton.py"), ("row_softmax.py", "softmax_triton.py"), ("matmul.py", "matmul_triton.py"),
-])
+@pytest.mark.parametrize(
+    "problem, candidate",
+    [
+        ("add_relu.py", "add_relu_triton.py"),
+        ("row_softmax.py", "softmax_triton.py"),
+        ("matmul.py", "matmul_triton.py"),
+    ],
+)
 def test_triton_candidates_verify_on_cuda(problem, candidate):
     result = verify_candidate(str(PROBLEMS / problem), (CANDIDATES / candidate).read_text(), resolve_context(**GPU))
     assert result["status"] == "ok", (result["message"], result["log_tail"][-3000:])
@@ -49,31 +56,41 @@ def test_triton_candidates_verify_on_cuda(problem, candidate):
 
 
 def test_wrong_triton_kernel_is_a_mismatch_on_cuda():
-    result = verify_candidate(str(PROBLEMS / "row_softmax.py"), (CANDIDATES / "softmax_wrong_mask.py").read_text(),
-                              resolve_context(**GPU))
+    result = verify_candidate(
+        str(PROBLEMS / "row_softmax.py"), (CANDIDATES / "softmax_wrong_mask.py").read_text(), resolve_context(**GPU)
+    )
     assert result["status"] == "mismatch", result["message"]
 
 
 @pytest.mark.parametrize("timing", ["events", "do_bench"])
 def test_fused_triton_kernel_is_faster_than_pytorch(timing):
-    result = verify_candidate(str(PROBLEMS / "add_relu_large.py"), (CANDIDATES / "add_relu_triton.py").read_text(),
-                              resolve_context(**GPU, gpu_timing=timing))
-    print(f"{timing}: speedup {result['speedup']:.3f}x (95% CI {result['speedup_ci']}), candidate "
-          f"{result['runtime_ms']:.4f} ms, reference {result['ref_runtime_ms']:.4f} ms; {result.get('timing_method')}")
+    result = verify_candidate(
+        str(PROBLEMS / "add_relu_large.py"),
+        (CANDIDATES / "add_relu_triton.py").read_text(),
+        resolve_context(**GPU, gpu_timing=timing),
+    )
+    print(
+        f"{timing}: speedup {result['speedup']:.3f}x (95% CI {result['speedup_ci']}), candidate "
+        f"{result['runtime_ms']:.4f} ms, reference {result['ref_runtime_ms']:.4f} ms; {result.get('timing_method')}"
+    )
     assert result["status"] == "ok", result["message"]
     assert result["speedup"] > 1.0  # one fused pass (2 reads, 1 write) vs PyTorch's add then relu
 
 
 def test_side_stream_launch_is_rejected_at_runtime():
-    result = verify_candidate(str(PROBLEMS / "add_relu.py"), (CANDIDATES / "add_relu_side_stream.py").read_text(),
-                              resolve_context(**GPU, static_checks=False))
+    result = verify_candidate(
+        str(PROBLEMS / "add_relu.py"),
+        (CANDIDATES / "add_relu_side_stream.py").read_text(),
+        resolve_context(**GPU, static_checks=False),
+    )
     assert result["status"] == "rejected" and result["message"].startswith("rule no_side_streams:"), result["message"]
 
 
 def test_profile_of_a_real_kernel():
     ctx = resolve_context(**GPU)
-    profile = gpu.profile_candidate(str(PROBLEMS / "add_relu_large.py"), (CANDIDATES / "add_relu_triton.py").read_text(),
-                                    ctx)
+    profile = gpu.profile_candidate(
+        str(PROBLEMS / "add_relu_large.py"), (CANDIDATES / "add_relu_triton.py").read_text(), ctx
+    )
     print(gpu.render_profile(profile))
     assert profile["status"] == "ok", profile
     assert profile["metrics"]["per_call_ms"]["value"] > 0

@@ -36,8 +36,21 @@ def test_full_run_takes_repair_then_profile_route_and_keeps_fastest(scripted_llm
     assert code == 0, buf.getvalue()
     [run] = runs.list_runs()
     assert route_of(run["thread_id"]) == [
-        "__start__", "setup", "coder", "verifier", "repair", "coder", "verifier", "repair",
-        "coder", "verifier", "profiler", "conductor", "coder", "verifier", "profiler",
+        "__start__",
+        "setup",
+        "coder",
+        "verifier",
+        "repair",
+        "coder",
+        "verifier",
+        "repair",
+        "coder",
+        "verifier",
+        "profiler",
+        "conductor",
+        "coder",
+        "verifier",
+        "profiler",
     ]
     with runs.checkpointer() as saver:
         state = compile_app(saver).get_state({"configurable": {"thread_id": run["thread_id"]}}).values
@@ -53,8 +66,12 @@ def test_full_run_takes_repair_then_profile_route_and_keeps_fastest(scripted_llm
     best_py = tmp_path / "out" / "best.py"
     report = (tmp_path / "out" / "report.md").read_text()
     assert "| 4 | refine | ok |" in report and "compile_error" in report
-    proc = subprocess.run([sys.executable, "-m", "pragma.graph.cli", "verify", str(EXAMPLES / "relu.py"),
-                           str(best_py), "--json"], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pragma.graph.cli", "verify", str(EXAMPLES / "relu.py"), str(best_py), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["status"] == "ok"
 
@@ -72,8 +89,7 @@ def test_best_py_runs_without_pragma_installed(scripted_llm, tmp_path):
         "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
         "x = torch.randn(257, 33); assert torch.equal(m.ModelNew()(x), torch.relu(x)); print('ok')\n"
     )
-    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
-                          cwd=tmp_path)
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
 
 

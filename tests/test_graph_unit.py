@@ -34,7 +34,10 @@ def test_keep_best_only_moves_to_faster_and_merges_same_iteration():
 
 def test_add_usage_sums_counters():
     assert add_usage({"llm_calls": 1, "input_tokens": 10}, {"llm_calls": 1, "output_tokens": 5}) == {
-        "llm_calls": 2, "input_tokens": 10, "output_tokens": 5}
+        "llm_calls": 2,
+        "input_tokens": 10,
+        "output_tokens": 5,
+    }
 
 
 class _Runtime:
@@ -42,12 +45,15 @@ class _Runtime:
         self.context = ctx
 
 
-@pytest.mark.parametrize("state, expected", [
-    ({"verification": {"status": "ok"}, "iteration": 15}, "profiler"),
-    ({"verification": {"status": "mismatch"}, "iteration": 2, "consecutive_failures": 1}, "repair"),
-    ({"verification": {"status": "timeout"}, "iteration": 15, "consecutive_failures": 1}, END),
-    ({"verification": {"status": "compile_error"}, "iteration": 6, "consecutive_failures": 5}, END),
-])
+@pytest.mark.parametrize(
+    "state, expected",
+    [
+        ({"verification": {"status": "ok"}, "iteration": 15}, "profiler"),
+        ({"verification": {"status": "mismatch"}, "iteration": 2, "consecutive_failures": 1}, "repair"),
+        ({"verification": {"status": "timeout"}, "iteration": 15, "consecutive_failures": 1}, END),
+        ({"verification": {"status": "compile_error"}, "iteration": 6, "consecutive_failures": 5}, END),
+    ],
+)
 def test_route_after_verifier(state, expected):
     assert route_after_verifier(state, _Runtime(Context(max_iterations=15, max_repairs=4))) == expected
 
@@ -73,8 +79,10 @@ def test_context_precedence_explicit_over_env_over_default():
 
 
 def test_extract_code_prefers_last_modelnew_block_and_drops_reasoning():
-    reply = ("<think>```python\nclass ModelNew: pass  # draft\n```</think>\nFirst a helper:\n"
-             "```cpp\nint x;\n```\nThe module:\n```python\nimport torch\nclass ModelNew:\n    final = 1\n```")
+    reply = (
+        "<think>```python\nclass ModelNew: pass  # draft\n```</think>\nFirst a helper:\n"
+        "```cpp\nint x;\n```\nThe module:\n```python\nimport torch\nclass ModelNew:\n    final = 1\n```"
+    )
     code = extract_code(reply)
     assert "final = 1" in code and "draft" not in code
     with pytest.raises(ExtractionError):
@@ -118,6 +126,10 @@ def test_a_run_without_a_kernel_says_why_from_its_last_attempt():
     from pragma.graph.runner import _why_none
 
     assert _why_none({}) == "no attempt was made"
-    state = {"attempts": [{"status": "compile_error", "message": "x"},
-                          {"status": "mismatch", "message": "max abs diff 0.8\nmore"}]}
+    state = {
+        "attempts": [
+            {"status": "compile_error", "message": "x"},
+            {"status": "mismatch", "message": "max abs diff 0.8\nmore"},
+        ]
+    }
     assert _why_none(state) == "2 attempt(s), the last one mismatch (max abs diff 0.8)"

@@ -6,16 +6,28 @@ import pytest
 
 from pragma.tools import hardware
 
-PEAK = {"status": "ok", "fma_gflops_1t": 160.0, "fma_gflops_all": 300.0, "triad_gbs_1t": 12.0,
-        "triad_gbs_all": 20.0, "cores": 2, "load_avg_1min": 0.5}
+PEAK = {
+    "status": "ok",
+    "fma_gflops_1t": 160.0,
+    "fma_gflops_all": 300.0,
+    "triad_gbs_1t": 12.0,
+    "triad_gbs_all": 20.0,
+    "cores": 2,
+    "load_avg_1min": 0.5,
+}
 
 
 def test_cache_levels_read_from_sysfs(tmp_path):
     for idx, (level, kind, size, ways) in enumerate([(1, "Data", "48K", 12), (2, "Unified", "2048K", 16)]):
         d = tmp_path / f"index{idx}"
         d.mkdir()
-        for name, value in (("level", level), ("type", kind), ("size", size), ("ways_of_associativity", ways),
-                            ("coherency_line_size", 64)):
+        for name, value in (
+            ("level", level),
+            ("type", kind),
+            ("size", size),
+            ("ways_of_associativity", ways),
+            ("coherency_line_size", 64),
+        ):
             (d / name).write_text(f"{value}\n")
     levels = hardware.cache_levels(tmp_path)
     assert [(c["name"], c["size_bytes"], c["sets"]) for c in levels] == [("L1d", 49152, 64), ("L2", 2**21, 2048)]

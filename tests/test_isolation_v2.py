@@ -93,5 +93,4 @@ def test_isolation_layers_are_listed(isolated_data_dir):
     assert result["status"] == "ok", result["message"]
     box = result["sandbox"]
     assert {"environment", "limits", "network", "processes", "filesystem", "proc", "judge", "runners"} <= set(box)
-    assert "UNCONFINED" not in result["message"] or all(
-        box[k].startswith("none") for k in ("network", "filesystem"))
+    assert "UNCONFINED" not in result["message"] or all(box[k].startswith("none") for k in ("network", "filesystem"))

@@ -23,7 +23,7 @@ from pragma.tools.verify import verify_candidate
 
 PROBLEMS = Path(__file__).parent / "data" / "problems"
 
-GATHER_CPP = r'''
+GATHER_CPP = r"""
 #include <cstdint>
 extern "C" void pragma_kernel(const float* x, int64_t x_dim0, int64_t x_dim1,
                               const int64_t* idx, int64_t idx_dim0, int64_t shift,
@@ -33,9 +33,9 @@ extern "C" void pragma_kernel(const float* x, int64_t x_dim0, int64_t x_dim1,
         for (int64_t c = 0; c < x_dim1; ++c) out0[r * out0_dim1 + c] = row[c] * (float)alpha + (float)shift;
     }
 }
-'''
+"""
 
-ROW_STATS_CPP = r'''
+ROW_STATS_CPP = r"""
 #include <cstdint>
 extern "C" void pragma_kernel(const float* x, int64_t x_dim0, int64_t x_dim1,
                               float* out0, int64_t out0_dim0, int64_t* out1, int64_t out1_dim0,
@@ -52,10 +52,10 @@ extern "C" void pragma_kernel(const float* x, int64_t x_dim0, int64_t x_dim1,
         out1[i] = at;
     }
 }
-'''
+"""
 
 
-LINEAR_RELU_CPP = r'''
+LINEAR_RELU_CPP = r"""
 #include <cstdint>
 extern "C" void pragma_kernel(const float* x, int64_t x_dim0, int64_t x_dim1,
                               const float* fc_weight, int64_t fc_weight_dim0, int64_t fc_weight_dim1,
@@ -68,13 +68,15 @@ extern "C" void pragma_kernel(const float* x, int64_t x_dim0, int64_t x_dim1,
             out0[i * out0_dim1 + o] = s > 0.0f ? s : 0.0f;
         }
 }
-'''
+"""
 
 
 @pytest.fixture(scope="module")
 def probed():
-    return {name: load_problem(PROBLEMS / f"{name}.py")
-            for name in ("gather_scale", "row_stats", "linear_relu", "helper_init")}
+    return {
+        name: load_problem(PROBLEMS / f"{name}.py")
+        for name in ("gather_scale", "row_stats", "linear_relu", "helper_init")
+    }
 
 
 def _ctx(**kw):
@@ -85,24 +87,37 @@ def test_probe_describes_outputs_and_state(probed):
     rows = probed["row_stats"]
     assert rows["outputs"]["container"] == "tuple"
     assert [(y["shape"], y["dtype"]) for y in rows["outputs"]["items"]] == [
-        ([50], "float32"), ([50], "int64"), ([50, 77], "float32")]
+        ([50], "float32"),
+        ([50], "int64"),
+        ([50, 77], "float32"),
+    ]
     assert probed["linear_relu"]["state_names"] == ["fc.weight", "fc.bias"]
-    assert probed["linear_relu"]["state"][0] == {"name": "fc.weight", "kind": "tensor", "shape": [8, 16],
-                                                 "dtype": "float32"}
+    assert probed["linear_relu"]["state"][0] == {
+        "name": "fc.weight",
+        "kind": "tensor",
+        "shape": [8, 16],
+        "dtype": "float32",
+    }
     assert probed["gather_scale"]["inputs"][2] == {"kind": "int", "value": "3"}
 
 
 def test_signature_states_pointers_dtypes_sizes_and_scalars(probed):
     proto = glue.prototype(glue.kernel_spec(probed["gather_scale"]))
-    for decl in ("const float* x, int64_t x_dim0, int64_t x_dim1", "const int64_t* idx, int64_t idx_dim0",
-                 "int64_t shift", "float* out0, int64_t out0_dim0, int64_t out0_dim1", "double alpha"):
+    for decl in (
+        "const float* x, int64_t x_dim0, int64_t x_dim1",
+        "const int64_t* idx, int64_t idx_dim0",
+        "int64_t shift",
+        "float* out0, int64_t out0_dim0, int64_t out0_dim1",
+        "double alpha",
+    ):
         assert decl in proto
     # Arguments in the order the glue passes them: forward inputs, outputs, constructor arguments.
     assert proto.index("shift") < proto.index("out0") < proto.index("alpha")
 
 
-@pytest.mark.parametrize("name,cpp", [("gather_scale", GATHER_CPP), ("row_stats", ROW_STATS_CPP),
-                                      ("linear_relu", LINEAR_RELU_CPP)])
+@pytest.mark.parametrize(
+    "name,cpp", [("gather_scale", GATHER_CPP), ("row_stats", ROW_STATS_CPP), ("linear_relu", LINEAR_RELU_CPP)]
+)
 def test_generated_module_passes_the_real_verifier(probed, name, cpp):
     code = glue.module_source(glue.kernel_spec(probed[name]), cpp)
     result = verify_candidate(probed[name]["path"], code, _ctx())
@@ -112,8 +127,9 @@ def test_generated_module_passes_the_real_verifier(probed, name, cpp):
 
 def test_a_wrong_kernel_in_the_glue_is_a_mismatch(probed):
     wrong = GATHER_CPP.replace("(float)alpha + (float)shift", "(float)alpha")  # forgets the shift
-    result = verify_candidate(probed["gather_scale"]["path"], glue.module_source(
-        glue.kernel_spec(probed["gather_scale"]), wrong), _ctx())
+    result = verify_candidate(
+        probed["gather_scale"]["path"], glue.module_source(glue.kernel_spec(probed["gather_scale"]), wrong), _ctx()
+    )
     assert result["status"] == "mismatch"
 
 
@@ -133,8 +149,9 @@ assert all(torch.equal(a, b) for a, b in zip(got, want)), "outputs differ"
 print("same")
 """
     env = {**os.environ, "PRAGMA_BUILD_DIR": str(tmp_path / "build")}
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300,
-                          cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path
+    )
     assert proc.returncode == 0 and "same" in proc.stdout, proc.stderr[-2000:]
 
 
@@ -152,18 +169,28 @@ def test_learned_weights_come_from_the_reference_constructor_as_pointers(probed)
     assert result["status"] == "mismatch"
 
 
-@pytest.mark.parametrize("change,reason", [
-    ({"state_names": ["fc.weight"]}, "did not describe them"),
-    ({"outputs_alt": {"container": "", "items": [{"kind": "tensor", "shape": [7], "dtype": "int64"}]}},
-     "data-dependent"),
-    ({"outputs": {"container": "", "items": [{"kind": "float", "value": "1.0"}]}}, "not a tensor"),
-    ({"inputs": [{"kind": "tensor", "shape": [4], "dtype": "float16"}]}, "float16"),
-    ({"outputs": None}, "without output descriptions"),
-])
+@pytest.mark.parametrize(
+    "change,reason",
+    [
+        ({"state_names": ["fc.weight"]}, "did not describe them"),
+        (
+            {"outputs_alt": {"container": "", "items": [{"kind": "tensor", "shape": [7], "dtype": "int64"}]}},
+            "data-dependent",
+        ),
+        ({"outputs": {"container": "", "items": [{"kind": "float", "value": "1.0"}]}}, "not a tensor"),
+        ({"inputs": [{"kind": "tensor", "shape": [4], "dtype": "float16"}]}, "float16"),
+        ({"outputs": None}, "without output descriptions"),
+    ],
+)
 def test_problems_a_lone_kernel_cannot_serve_fall_back(change, reason):
-    base = {"name": "p", "source": "", "inputs": [{"kind": "tensor", "shape": [4], "dtype": "float32"}],
-            "init_inputs": [], "outputs": {"container": "", "items": [{"kind": "tensor", "shape": [4], "dtype": "int64"}]},
-            "state_names": []}
+    base = {
+        "name": "p",
+        "source": "",
+        "inputs": [{"kind": "tensor", "shape": [4], "dtype": "float32"}],
+        "init_inputs": [],
+        "outputs": {"container": "", "items": [{"kind": "tensor", "shape": [4], "dtype": "int64"}]},
+        "state_names": [],
+    }
     assert glue.unsupported_reason(base) is None
     assert reason in glue.unsupported_reason({**base, **change})
 
@@ -222,8 +249,10 @@ def test_auto_format_is_kernel_for_the_local_model_only(probed):
 
     assert candidate_format(resolve_context(coder_model="local"), probed["row_stats"])[0] == "kernel"
     assert candidate_format(resolve_context(coder_model="openai:big"), probed["row_stats"])[0] == "module"
-    assert candidate_format(resolve_context(coder_model="openai:big", candidate_format="kernel"),
-                            probed["row_stats"])[0] == "kernel"
+    assert (
+        candidate_format(resolve_context(coder_model="openai:big", candidate_format="kernel"), probed["row_stats"])[0]
+        == "kernel"
+    )
 
 
 def test_unusable_kernel_reply_is_quoted_with_the_kernel_instruction(monkeypatch, probed):
@@ -238,7 +267,6 @@ def test_unusable_kernel_reply_is_quoted_with_the_kernel_instruction(monkeypatch
 def test_probe_json_is_plain_data(probed):
     json.dumps(probed["gather_scale"])  # goes into checkpointed state
     assert EXAMPLES.is_dir()
-
 
 
 def test_full_kernel_format_run_repairs_by_rules_exports_and_remembers(monkeypatch, tmp_path):
@@ -257,11 +285,18 @@ def test_full_kernel_format_run_repairs_by_rules_exports_and_remembers(monkeypat
     # No conductor replies: repair_advice=rules asks no model, and the run ends after attempt 2.
     script = {"coder": {"1": f"```cpp\n{broken}```", "2": f"```cpp\n{GATHER_CPP}```"}, "conductor": {}}
     monkeypatch.setattr(llm, "load_chat_model", scripted.loader_for(script))
-    ctx = resolve_context(coder_model="scripted:coder", max_iterations=2, candidate_format="kernel",
-                          repair_advice="rules", profile_simulate="never", profile_hotspots=False)
+    ctx = resolve_context(
+        coder_model="scripted:coder",
+        max_iterations=2,
+        candidate_format="kernel",
+        repair_advice="rules",
+        profile_simulate="never",
+        profile_hotspots=False,
+    )
     buf = io.StringIO()
-    code = runner.start_run(read_problem(PROBLEMS / "gather_scale.py"), ctx, tmp_path / "out",
-                            Console(file=buf, width=200))
+    code = runner.start_run(
+        read_problem(PROBLEMS / "gather_scale.py"), ctx, tmp_path / "out", Console(file=buf, width=200)
+    )
     printed = buf.getvalue()
     assert code == 0, printed
     assert "attempt 1 (initial): compile_error" in printed and "repair: - compile_error:" in printed

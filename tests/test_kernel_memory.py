@@ -24,8 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "eval" / "suites" / "cpu"
 
 
-@pytest.mark.parametrize("entry", json.loads((kernels.SEED_DIR / "manifest.json").read_text()),
-                         ids=lambda e: e["name"])
+@pytest.mark.parametrize("entry", json.loads((kernels.SEED_DIR / "manifest.json").read_text()), ids=lambda e: e["name"])
 def test_every_shipped_seed_kernel_passes_the_real_verifier(entry):
     problem = load_problem(ROOT / entry["problem"])
     code = glue.module_source(glue.kernel_spec(problem), (kernels.SEED_DIR / entry["kernel"]).read_text())
@@ -80,7 +79,7 @@ def test_coder_prompt_shows_similar_verified_kernels_but_not_the_answer(monkeypa
     kernels.add(source=source, name="softmax_from_a_run", code="// run", fmt="module", speedup=2.0)
     state = {"problem": {"name": "softmax", "source": source, "inputs": []}, "iteration": 0}
     coder.coder(state, SimpleNamespace(context=resolve_context(coder_model="scripted:x")))
-    section = seen[0][seen[0].index("<verified_kernels"):]
+    section = seen[0][seen[0].index("<verified_kernels") :]
     assert "<verified_kernel " in section
     # Kernels for this very problem, shipped or from an earlier run, are left out.
     assert 'name="softmax"' not in section and "softmax_from_a_run" not in section
@@ -104,15 +103,40 @@ def test_an_accepted_best_grows_the_memory_unless_opted_out():
 
 def test_cli_lists_and_queries_the_memory(isolated_data_dir):
     env = pragma_env(isolated_data_dir)
-    listed = subprocess.run([sys.executable, "-m", "pragma.graph.cli", "knowledge", "kernels", "list"], env=env,
-                            capture_output=True, text=True, timeout=300)
+    listed = subprocess.run(
+        [sys.executable, "-m", "pragma.graph.cli", "knowledge", "kernels", "list"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert listed.returncode == 0, listed.stderr
     assert "normalization" in listed.stdout and "softmax" in listed.stdout and "seed" in listed.stdout
-    queried = subprocess.run([sys.executable, "-m", "pragma.graph.cli", "knowledge", "kernels", "query",
-                              str(SUITE / "log_softmax.py"), "--k", "1", "--json"], env=env,
-                             capture_output=True, text=True, timeout=300)
+    queried = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pragma.graph.cli",
+            "knowledge",
+            "kernels",
+            "query",
+            str(SUITE / "log_softmax.py"),
+            "--k",
+            "1",
+            "--json",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert queried.returncode == 0, queried.stderr
     assert json.loads(queried.stdout)[0]["name"] == "softmax"
-    missing = subprocess.run([sys.executable, "-m", "pragma.graph.cli", "knowledge", "kernels", "query",
-                              "/nonexistent/p.py"], env=env, capture_output=True, text=True, timeout=300)
+    missing = subprocess.run(
+        [sys.executable, "-m", "pragma.graph.cli", "knowledge", "kernels", "query", "/nonexistent/p.py"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert missing.returncode == 2 and "problem file not found" in (missing.stderr + missing.stdout)

@@ -78,20 +78,30 @@ def uninterrupted(tmp_path: Path) -> tuple[list[str], list[tuple[int, str, str]]
     data.mkdir()
     with FakeOpenAI(script()) as fake:
         env = pragma_env(data, PRAGMA_LLM_BASE_URL=fake.base_url)
-        done = subprocess.run(cli("optimize", str(EXAMPLES / "relu.py"), *ARGS, "--out", str(tmp_path / "plain")),
-                              env=env, capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            cli("optimize", str(EXAMPLES / "relu.py"), *ARGS, "--out", str(tmp_path / "plain")),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert done.returncode == 0, done.stdout + done.stderr
         keys = [r["key"] for r in fake.requests]
-    code = ("import json; from pragma.graph import runs; from pragma.graph.builder import compile_app\n"
-            "[r] = runs.list_runs()\n"
-            "with runs.checkpointer() as s:\n"
-            "    v = compile_app(s).get_state({'configurable': {'thread_id': r['thread_id']}}).values\n"
-            "print(json.dumps([[a['iteration'], a['status'], a['code_sha256']] for a in v['attempts']]"
-            " + [v['best']['iteration']]))")
+    code = (
+        "import json; from pragma.graph import runs; from pragma.graph.builder import compile_app\n"
+        "[r] = runs.list_runs()\n"
+        "with runs.checkpointer() as s:\n"
+        "    v = compile_app(s).get_state({'configurable': {'thread_id': r['thread_id']}}).values\n"
+        "print(json.dumps([[a['iteration'], a['status'], a['code_sha256']] for a in v['attempts']]"
+        " + [v['best']['iteration']]))"
+    )
     import json
 
-    shown = json.loads(subprocess.run([sys.executable, "-c", code], env=pragma_env(data), capture_output=True,
-                                      text=True, timeout=120, check=True).stdout)
+    shown = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", code], env=pragma_env(data), capture_output=True, text=True, timeout=120, check=True
+        ).stdout
+    )
     return keys, [tuple(a) for a in shown[:-1]], shown[-1]
 
 
@@ -102,8 +112,13 @@ def test_sigkill_in_every_node_then_resume_repeats_and_loses_nothing(tmp_path, i
     out_dir = tmp_path / "out"
     with FakeOpenAI(script(hung)) as fake:
         env = pragma_env(isolated_data_dir, PRAGMA_LLM_BASE_URL=fake.base_url)
-        proc = subprocess.Popen(cli("optimize", str(EXAMPLES / "relu.py"), *ARGS, "--out", str(out_dir)), env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(
+            cli("optimize", str(EXAMPLES / "relu.py"), *ARGS, "--out", str(out_dir)),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         first_line = proc.stdout.readline()
         thread_id = first_line.split()[1]
         killed_in = []
@@ -115,21 +130,32 @@ def test_sigkill_in_every_node_then_resume_repeats_and_loses_nothing(tmp_path, i
             return lambda: fake.count(key) >= 1
 
         def resume() -> subprocess.Popen:
-            return subprocess.Popen(cli("optimize", "--resume", thread_id), env=env, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, text=True)
+            return subprocess.Popen(
+                cli("optimize", "--resume", thread_id),
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
 
         # (node the kill lands in, condition that proves the CLI is inside it)
-        plan = [("setup", next_is("setup")), ("coder", request_seen("coder:1")),
-                ("verifier", next_is("verifier")), ("repair", request_seen("conductor:1")),
-                ("profiler", next_is("profiler")), ("conductor", request_seen("conductor:3"))]
+        plan = [
+            ("setup", next_is("setup")),
+            ("coder", request_seen("coder:1")),
+            ("verifier", next_is("verifier")),
+            ("repair", request_seen("conductor:1")),
+            ("profiler", next_is("profiler")),
+            ("conductor", request_seen("conductor:3")),
+        ]
         for i, (node, inside) in enumerate(plan):
             wait_for(f"the {node} node", inside, proc)
             if node == "coder":
                 # A second process on the live run: refused with one line, nothing written, no request.
                 rows, sent = checkpoint_rows(isolated_data_dir), len(fake.requests)
                 registry = runs.get(thread_id)
-                second = subprocess.run(cli("optimize", "--resume", thread_id), env=env, capture_output=True,
-                                        text=True, timeout=120)
+                second = subprocess.run(
+                    cli("optimize", "--resume", thread_id), env=env, capture_output=True, text=True, timeout=120
+                )
                 assert second.returncode == 2, second.stdout + second.stderr
                 lines = second.stderr.strip().splitlines()
                 assert len(lines) == 1 and f"pid {proc.pid}" in lines[0] and os.uname().nodename in lines[0], lines

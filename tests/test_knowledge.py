@@ -23,9 +23,13 @@ from pragma.tools.profilers.bottleneck import VOCABULARY
 DOCS = Path(__file__).parent / "data" / "knowledge"
 # The GPU profiler's default set (issue 8) in Nsight Compute's own metric names.
 GPU_DEFAULT_METRICS = [
-    "gpu__time_duration.sum", "sm__warps_active.avg.pct_of_peak_sustained_active",
-    "launch__occupancy_limit_registers", "launch__occupancy_limit_shared_mem", "launch__registers_per_thread",
-    "launch__shared_mem_per_block_static", "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "gpu__time_duration.sum",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "launch__occupancy_limit_registers",
+    "launch__occupancy_limit_shared_mem",
+    "launch__registers_per_thread",
+    "launch__shared_mem_per_block_static",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
     "lts__throughput.avg.pct_of_peak_sustained_elapsed",
     "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
     "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
@@ -36,6 +40,7 @@ GPU_DEFAULT_METRICS = [
 
 
 # --- seed -------------------------------------------------------------------------------------
+
 
 def test_seed_entries_are_complete_and_use_the_shared_vocabulary():
     seed = load_seed()
@@ -54,8 +59,17 @@ def _default_cpu_metrics() -> list[str]:
     except ImportError:  # profilers from before the catalog: what cpu.py and perf_stat.py emit
         from pragma.tools.profilers import perf_stat
 
-        return ["per_call_ms", "ipc", "vectorized_loops", "missed_loops", "packed_fp", "scalar_fp", "fma",
-                "widest_vector_bits", *perf_stat.default_events()]
+        return [
+            "per_call_ms",
+            "ipc",
+            "vectorized_loops",
+            "missed_loops",
+            "packed_fp",
+            "scalar_fp",
+            "fma",
+            "widest_vector_bits",
+            *perf_stat.default_events(),
+        ]
 
 
 def test_seed_covers_every_default_cpu_metric():
@@ -93,6 +107,7 @@ def test_exact_lookup_accepts_other_spellings_and_filters_backend():
 
 # --- crawl -> consolidate -> store, with a scripted chat model ---------------------------------
 
+
 class DocModel(BaseChatModel):
     """Scripted consolidation model: the map step turns 'METRIC name: text' lines of a segment into
     entries; the reduce step merges drafts of the same metric. Real JSON, real token counts."""
@@ -104,17 +119,26 @@ class DocModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "doc-scripted"
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         prompt = "\n".join(str(m.content) for m in messages)
         if self.fail_on and self.fail_on in prompt:
             raise ConnectionError("endpoint went away")
         if "<segment" in prompt:
             self.calls.append("map")
-            entries = [{"metric": name, "tool": "x", "backend": "cpu", "meaning": text.strip(),
-                        "bottlenecks": ["memory-bound"], "diagnosis": "high is bad",
-                        "remedies": ["tile the loop"]}
-                       for name, text in re.findall(r"METRIC (\S+): (.+)", prompt)]
+            entries = [
+                {
+                    "metric": name,
+                    "tool": "x",
+                    "backend": "cpu",
+                    "meaning": text.strip(),
+                    "bottlenecks": ["memory-bound"],
+                    "diagnosis": "high is bad",
+                    "remedies": ["tile the loop"],
+                }
+                for name, text in re.findall(r"METRIC (\S+): (.+)", prompt)
+            ]
         else:
             self.calls.append("reduce")
             merged: dict[str, dict] = {}
@@ -127,8 +151,11 @@ class DocModel(BaseChatModel):
                         merged[d["metric"]] = d
             entries = list(merged.values())
         text = "Summary follows.\n```json\n" + json.dumps({"entries": entries}) + "\n```"
-        usage = {"input_tokens": len(prompt) // 4, "output_tokens": len(text) // 4,
-                 "total_tokens": (len(prompt) + len(text)) // 4}
+        usage = {
+            "input_tokens": len(prompt) // 4,
+            "output_tokens": len(text) // 4,
+            "total_tokens": (len(prompt) + len(text)) // 4,
+        }
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text, usage_metadata=usage))])
 
 
@@ -137,11 +164,15 @@ def doc_profiler(monkeypatch, tmp_path):
     """A registry with one offline profiler: a documentation file and a command's output."""
     doc = tmp_path / "memtool.txt"
     doc.write_text((DOCS / "memtool_manual.txt").read_text())
-    prof = sources.Profiler("memtool", "cpu", (
-        sources.Source("file", str(doc)),
-        sources.Source("command", f"cat {DOCS / 'memtool_list.txt'}", requires="cat"),
-        sources.Source("command", "memtool-missing --list", requires="memtool-missing"),
-    ))
+    prof = sources.Profiler(
+        "memtool",
+        "cpu",
+        (
+            sources.Source("file", str(doc)),
+            sources.Source("command", f"cat {DOCS / 'memtool_list.txt'}", requires="cat"),
+            sources.Source("command", "memtool-missing --list", requires="memtool-missing"),
+        ),
+    )
     monkeypatch.setattr(sources, "PROFILERS", {"memtool": prof})
     monkeypatch.setattr(crawler, "PROFILERS", {"memtool": prof})
     model = DocModel()
@@ -191,8 +222,14 @@ def test_consolidation_stops_cleanly_and_resumes(doc_profiler):
 
 def test_unreachable_url_source_reports_and_builds_nothing(monkeypatch, tmp_path):
     # Port 9 on loopback: nothing listens, the connection is refused at once.
-    prof = sources.Profiler("webtool", "cpu", (sources.Source("file", str(DOCS / "memtool_manual.txt")),
-                                              sources.Source("url", "http://127.0.0.1:9/docs/metrics.html")))
+    prof = sources.Profiler(
+        "webtool",
+        "cpu",
+        (
+            sources.Source("file", str(DOCS / "memtool_manual.txt")),
+            sources.Source("url", "http://127.0.0.1:9/docs/metrics.html"),
+        ),
+    )
     monkeypatch.setattr(crawler, "URL_TIMEOUT_S", 3)
     with pytest.raises(crawler.CrawlError) as exc:
         crawler.crawl([prof])
@@ -226,15 +263,24 @@ def test_cli_build_crawl_consolidate_and_errors(doc_profiler, monkeypatch, capsy
 
 # --- retrieval for the Conductor -----------------------------------------------------------------
 
+
 def _m(value: float, unit: str = "count", source: str = "test") -> dict:
     return {"value": value, "unit": unit, "source": source}
 
 
 NOT_VECTORIZED_PROFILE = {
-    "status": "ok", "bottleneck": "not-vectorized", "bottleneck_evidence": "scalar FP only",
-    "sources": ["wall clock", "objdump instruction mix"], "confidence": "static",
-    "metrics": {"per_call_ms": _m(1.0, "ms"), "scalar_fp": _m(12.0), "packed_fp": _m(0.0),
-                "task-clock": _m(1.0, "ms/call"), "page-faults": _m(0.0)},
+    "status": "ok",
+    "bottleneck": "not-vectorized",
+    "bottleneck_evidence": "scalar FP only",
+    "sources": ["wall clock", "objdump instruction mix"],
+    "confidence": "static",
+    "metrics": {
+        "per_call_ms": _m(1.0, "ms"),
+        "scalar_fp": _m(12.0),
+        "packed_fp": _m(0.0),
+        "task-clock": _m(1.0, "ms/call"),
+        "page-faults": _m(0.0),
+    },
 }
 
 
@@ -283,27 +329,38 @@ class ToolCallingModel(BaseChatModel):
         assert [t.name for t in tools] == ["lookup_profiler_metric"]
         return self
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         prompt = "\n".join(str(m.content) for m in messages)
         self.prompts.append(prompt)
         if "<knowledge_lookups>" not in prompt:
-            msg = AIMessage(content="", tool_calls=[{"name": "lookup_profiler_metric", "id": "c1",
-                                                     "args": {"query": "missed_reason_reduction"}}])
+            msg = AIMessage(
+                content="",
+                tool_calls=[
+                    {"name": "lookup_profiler_metric", "id": "c1", "args": {"query": "missed_reason_reduction"}}
+                ],
+            )
         else:
-            msg = AIMessage(content='```json\n{"diagnosis": "scalar loop", "bottleneck": "not-vectorized", '
-                                    '"steps": ["add omp simd reduction"], "extra_metrics": [], "stop": false}\n```')
+            msg = AIMessage(
+                content='```json\n{"diagnosis": "scalar loop", "bottleneck": "not-vectorized", '
+                '"steps": ["add omp simd reduction"], "extra_metrics": [], "stop": false}\n```'
+            )
         msg.usage_metadata = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
         return ChatResult(generations=[ChatGeneration(message=msg)])
 
 
 def _conductor_state() -> dict:
     profile = {**NOT_VECTORIZED_PROFILE, "diff_vs_best": "| metric |"}
-    return {"problem": {"name": "relu", "source": "class Model: ..."}, "hardware": "2 cores",
-            "attempts": [{"iteration": 1, "status": "ok", "speedup": 1.0}],
-            "candidate": {"iteration": 1, "code": "..."},
-            "verification": {"speedup": 1.0, "runtime_ms": 1.0, "ref_runtime_ms": 1.0},
-            "profile": profile, "best": {"iteration": 1, "speedup": 1.0, "code": "...", "profile": profile}}
+    return {
+        "problem": {"name": "relu", "source": "class Model: ..."},
+        "hardware": "2 cores",
+        "attempts": [{"iteration": 1, "status": "ok", "speedup": 1.0}],
+        "candidate": {"iteration": 1, "code": "..."},
+        "verification": {"speedup": 1.0, "runtime_ms": 1.0, "ref_runtime_ms": 1.0},
+        "profile": profile,
+        "best": {"iteration": 1, "speedup": 1.0, "code": "...", "profile": profile},
+    }
 
 
 def test_conductor_prompt_carries_knowledge_and_tool_lookups(monkeypatch):
@@ -322,7 +379,8 @@ def test_conductor_prompt_carries_knowledge_and_tool_lookups(monkeypatch):
     assert "<knowledge_lookups>" in second and "missed_reason_reduction [gcc-vectorization" in second
     assert update["guidance"]["bottleneck"] == "not-vectorized"
     assert update["usage"]["llm_calls"] == 2 and update["log"][0]["tool_calls"] == [
-        {"name": "lookup_profiler_metric", "args": {"query": "missed_reason_reduction"}}]
+        {"name": "lookup_profiler_metric", "args": {"query": "missed_reason_reduction"}}
+    ]
 
     # No tool support (like the scripted model of the graph tests): one call, knowledge still there.
     import scripted

@@ -16,9 +16,12 @@ def ef():
 
 
 def test_embeddings_are_unit_length_and_meaningful(ef):
-    a, b, c = (np.asarray(v) for v in ef(["The loop waits on DRAM bandwidth.",
-                                          "Memory bandwidth limits this kernel.",
-                                          "The cat sleeps on the sofa."]))
+    a, b, c = (
+        np.asarray(v)
+        for v in ef(
+            ["The loop waits on DRAM bandwidth.", "Memory bandwidth limits this kernel.", "The cat sleeps on the sofa."]
+        )
+    )
     assert np.allclose([np.linalg.norm(a), np.linalg.norm(b), np.linalg.norm(c)], 1.0, atol=1e-5)
     assert a @ b > a @ c + 0.3
     # Padding in a batch must not change a sentence's vector.

@@ -24,8 +24,7 @@ import pytest
 from conftest import EXAMPLES
 
 # Prefer the CLI next to this interpreter so the server imports the same pragma and langgraph.
-LANGGRAPH = (shutil.which("langgraph", path=str(Path(sys.executable).parent))
-             or shutil.which("langgraph"))
+LANGGRAPH = shutil.which("langgraph", path=str(Path(sys.executable).parent)) or shutil.which("langgraph")
 STARTUP_TIMEOUT_S = 120.0
 RUN_TIMEOUT_S = 600.0
 SHUTDOWN_TIMEOUT_S = 15.0
@@ -33,8 +32,7 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the server colours its log even into a f
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(LANGGRAPH is None,
-                       reason="langgraph CLI not installed (pip install 'langgraph-cli[inmem]')"),
+    pytest.mark.skipif(LANGGRAPH is None, reason="langgraph CLI not installed (pip install 'langgraph-cli[inmem]')"),
 ]
 
 # The server imports this instead of graph/builder.py directly so that every LLM call in the
@@ -93,16 +91,14 @@ def _wait_healthy(client: httpx.Client, proc: subprocess.Popen, log: Path) -> No
     last_error = "no attempt"
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            pytest.fail(f"langgraph dev exited with {proc.returncode} before becoming healthy:\n"
-                        f"{_log_tail(log)}")
+            pytest.fail(f"langgraph dev exited with {proc.returncode} before becoming healthy:\n{_log_tail(log)}")
         try:
             if client.get("/ok", timeout=5).status_code == 200:
                 return
         except httpx.HTTPError as exc:
             last_error = repr(exc)
         time.sleep(0.5)
-    pytest.fail(f"langgraph dev not healthy after {STARTUP_TIMEOUT_S:.0f} s ({last_error}):\n"
-                f"{_log_tail(log)}")
+    pytest.fail(f"langgraph dev not healthy after {STARTUP_TIMEOUT_S:.0f} s ({last_error}):\n{_log_tail(log)}")
 
 
 @pytest.fixture
@@ -115,11 +111,15 @@ def server(tmp_path: Path) -> Iterator[tuple[httpx.Client, Path]]:
     tests_dir = str(Path(__file__).resolve().parent)
     (workdir / "scripted_graph.py").write_text(ENTRY_MODULE.format(tests_dir=tests_dir))
     # Graph paths and dependencies resolve against the cwd, not against the config file's folder.
-    (workdir / "langgraph.json").write_text(json.dumps({
-        "python_version": "3.11",
-        "dependencies": ["."],
-        "graphs": {"pragma": "./scripted_graph.py:graph"},
-    }))
+    (workdir / "langgraph.json").write_text(
+        json.dumps(
+            {
+                "python_version": "3.11",
+                "dependencies": ["."],
+                "graphs": {"pragma": "./scripted_graph.py:graph"},
+            }
+        )
+    )
     data_dir = tmp_path / "pragma-data"
     data_dir.mkdir()
     env = {
@@ -133,10 +133,12 @@ def server(tmp_path: Path) -> Iterator[tuple[httpx.Client, Path]]:
     log = tmp_path / "langgraph-dev.log"
     with open(log, "wb") as log_file:
         proc = subprocess.Popen(
-            [LANGGRAPH, "dev", "--no-browser", "--no-reload",
-             "--host", "127.0.0.1", "--port", str(port)],
-            cwd=workdir, env=env, stdin=subprocess.DEVNULL,
-            stdout=log_file, stderr=subprocess.STDOUT,
+            [LANGGRAPH, "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port)],
+            cwd=workdir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     try:
@@ -170,8 +172,13 @@ def test_langgraph_dev_serves_pragma_and_runs_it_to_the_fastest_kernel(server):
             "input": {"problem": {"path": str(EXAMPLES / "relu.py")}},
             # Run-level context becomes the graph's Context; the server rejects it combined with
             # config.configurable, so settings go here only.
-            "context": {"coder_model": "scripted:coder", "max_iterations": 4, "timed_calls": 10,
-                        "warmup_calls": 2, "profile_calls": 5},
+            "context": {
+                "coder_model": "scripted:coder",
+                "max_iterations": 4,
+                "timed_calls": 10,
+                "warmup_calls": 2,
+                "profile_calls": 5,
+            },
         },
         timeout=RUN_TIMEOUT_S,
     )
@@ -190,4 +197,3 @@ def test_langgraph_dev_serves_pragma_and_runs_it_to_the_fastest_kernel(server):
     stored = client.get(f"/threads/{thread_id}/state").json()
     assert stored["next"] == []
     assert stored["values"]["best"]["iteration"] == 4
-

@@ -19,9 +19,15 @@ def test_studio_run_on_a_live_thread_fails_with_the_holders_line(server, tmp_pat
     thread_id = str(uuid.uuid4())
     assert client.post("/threads", json={"thread_id": thread_id}).status_code == 200
     with held_elsewhere(thread_id, tmp_path / "pragma-data") as other:
-        run = client.post(f"/threads/{thread_id}/runs/wait", timeout=RUN_TIMEOUT_S, json={
-            "assistant_id": "pragma", "input": {"problem": {"path": str(EXAMPLES / "relu.py")}},
-            "context": {"coder_model": "scripted:coder", "max_iterations": 1}})
+        run = client.post(
+            f"/threads/{thread_id}/runs/wait",
+            timeout=RUN_TIMEOUT_S,
+            json={
+                "assistant_id": "pragma",
+                "input": {"problem": {"path": str(EXAMPLES / "relu.py")}},
+                "context": {"coder_model": "scripted:coder", "max_iterations": 1},
+            },
+        )
     assert run.status_code == 200, run.text
     error = str(run.json().get("__error__"))
     assert f"run {thread_id} is being advanced by pid {other.pid}" in error, f"{run.text}\n{_log_tail(log)}"

@@ -18,10 +18,21 @@ from pragma.tools.profilers.bottleneck import VOCABULARY
 from pragma.tools.profilers.metrics import DEFAULT_GPU_METRICS
 
 DATA = Path(__file__).parent / "data" / "gpu" / "ncu"
-H100 = gpu_spec.spec_from_properties({
-    "name": "NVIDIA H100 80GB HBM3", "major": 9, "minor": 0, "multi_processor_count": 132,
-    "sm_clock_rate": 1980000, "mem_clock_rate": 2619000, "mem_bus_width": 5120, "L2_cache_size": 50 * 2**20,
-    "total_memory": 80 * 2**30, "shared_memory_per_block_optin": 232448, "regs_per_multiprocessor": 65536})
+H100 = gpu_spec.spec_from_properties(
+    {
+        "name": "NVIDIA H100 80GB HBM3",
+        "major": 9,
+        "minor": 0,
+        "multi_processor_count": 132,
+        "sm_clock_rate": 1980000,
+        "mem_clock_rate": 2619000,
+        "mem_bus_width": 5120,
+        "L2_cache_size": 50 * 2**20,
+        "total_memory": 80 * 2**30,
+        "shared_memory_per_block_optin": 232448,
+        "regs_per_multiprocessor": 65536,
+    }
+)
 STALL = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
 
 
@@ -32,14 +43,29 @@ def parsed(name: str) -> dict:
 def profile(name: str, op_cost: dict | None = None, per_call_ms: float = 0.0, dtype: str = "float32") -> dict:
     p = parsed(name)
     kernel_us = sum(la["metrics"]["gpu__time_duration.sum"]["value"] for la in p["launches"]) / 2
-    region = {"status": "ok", "calls": 2, "per_call_ms": per_call_ms or 1.1 * kernel_us / 1e3,
-              "op_cost": op_cost, "dtype": dtype, "device": H100["name"]}
+    region = {
+        "status": "ok",
+        "calls": 2,
+        "per_call_ms": per_call_ms or 1.1 * kernel_us / 1e3,
+        "op_cost": op_cost,
+        "dtype": dtype,
+        "device": H100["name"],
+    }
     return gpu.assemble(region, H100, parsed=p, notes=[], tools={}, unavailable={})
 
 
-ADD_RELU_COST = {"flops": 8388608.0, "min_bytes": 50331648.0, "flops_method": "estimate",
-                 "flops_by_op": {"add": 4194304, "relu": 4194304}}
-MATMUL_COST = {"flops": 2147483648.0, "min_bytes": 12582912.0, "flops_method": "formula", "flops_by_op": {"mm": 2147483648}}
+ADD_RELU_COST = {
+    "flops": 8388608.0,
+    "min_bytes": 50331648.0,
+    "flops_method": "estimate",
+    "flops_by_op": {"add": 4194304, "relu": 4194304},
+}
+MATMUL_COST = {
+    "flops": 2147483648.0,
+    "min_bytes": 12582912.0,
+    "flops_method": "formula",
+    "flops_by_op": {"mm": 2147483648},
+}
 
 
 def test_parser_reads_the_raw_page_layout():
@@ -139,8 +165,14 @@ def test_profile_diff_is_the_cpu_one_with_gpu_directions():
 
 def test_torch_profiler_fallback_is_timing_only():
     region = json.loads((DATA / "torch_profiler_region.json").read_text())
-    p = gpu.assemble(region, H100, parsed=None, notes=["Nsight Compute unavailable (ERR_NVGPUCTRPERM ...)"],
-                     tools={}, unavailable={"ncu": "ERR_NVGPUCTRPERM: ..."})
+    p = gpu.assemble(
+        region,
+        H100,
+        parsed=None,
+        notes=["Nsight Compute unavailable (ERR_NVGPUCTRPERM ...)"],
+        tools={},
+        unavailable={"ncu": "ERR_NVGPUCTRPERM: ..."},
+    )
     assert p["confidence"] == "timing-only" and gpu.TORCH_SOURCE in p["sources"]
     assert p["metrics"]["torch_profiler_kernel_ms"]["value"] == pytest.approx(0.0341)
     assert p["bottleneck"] == "latency/overhead-bound"  # 34 us of kernels in a 91 us call
@@ -148,26 +180,35 @@ def test_torch_profiler_fallback_is_timing_only():
     assert "torch.profiler" in text and "softmax_normalize_kernel" in text and "ERR_NVGPUCTRPERM" in text
 
 
-@pytest.mark.parametrize("log, kind", [("ncu_errperm.log", "counters_not_permitted"),
-                                       ("ncu_no_kernels.log", "no_kernels")])
+@pytest.mark.parametrize(
+    "log, kind", [("ncu_errperm.log", "counters_not_permitted"), ("ncu_no_kernels.log", "no_kernels")]
+)
 def test_log_diagnosis(log, kind):
     found = ncu.diagnose_log((DATA / log).read_text())
     assert found["kind"] == kind
     if kind == "counters_not_permitted":
         assert "ERR_NVGPUCTRPERM" in found["reason"] and "NVreg_RestrictProfilingToAdminUsers" in found["reason"]
     assert ncu.diagnose_log("==PROF== Connected to process 1\n==PROF== Disconnected from process 1\n") is None
-    unknown = ncu.diagnose_log('==ERROR== Failed to find metric regex:^sm__pipe_tensor_op_gmma_cycles_active\n')
+    unknown = ncu.diagnose_log("==ERROR== Failed to find metric regex:^sm__pipe_tensor_op_gmma_cycles_active\n")
     assert unknown["kind"] == "unknown_metric" and unknown["metrics"] == ["sm__pipe_tensor_op_gmma_cycles_active"]
 
 
 def test_extra_metrics_are_validated_before_reaching_ncu():
-    req = ncu.resolve_extra(["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
-                             "gpu__time_duration.sum", "--set full", "dram__bytes.sum;rm -rf /", "occupancy"])
+    req = ncu.resolve_extra(
+        [
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+            "gpu__time_duration.sum",
+            "--set full",
+            "dram__bytes.sum;rm -rf /",
+            "occupancy",
+        ]
+    )
     assert req.metrics == ["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"]
     assert req.already_default == ["gpu__time_duration.sum"]
     assert set(req.rejected) == {"--set full", "dram__bytes.sum;rm -rf /", "occupancy"}
-    kept, dropped = ncu.select_metrics(["gpu__time_duration.sum", "sm__pipe_tensor_op_gmma_cycles_active.avg.pct"],
-                                       frozenset({"gpu__time_duration"}))
+    kept, dropped = ncu.select_metrics(
+        ["gpu__time_duration.sum", "sm__pipe_tensor_op_gmma_cycles_active.avg.pct"], frozenset({"gpu__time_duration"})
+    )
     assert kept == ["gpu__time_duration.sum"] and dropped == ["sm__pipe_tensor_op_gmma_cycles_active.avg.pct"]
     prefix = ncu.command_prefix("/usr/local/cuda/bin/ncu", kept, Path("/r/report"), Path("/r/ncu.log"))
     joined = " ".join(prefix)

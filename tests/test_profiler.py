@@ -26,11 +26,15 @@ DATA = Path(__file__).parent / "data" / "profiles"
 
 # --- perf stat -------------------------------------------------------------------------------
 
+
 def test_perf_parser_marks_not_supported_as_unavailable_not_zero():
     parsed = perf_stat.parse((DATA / "perf_stat_no_counters.csv").read_text())
     metrics, unavailable, _ = perf_stat.to_metrics(parsed, calls=5, region_ms=700.0)
-    assert metrics["task-clock"] == {"value": pytest.approx(142.59 / 5), "unit": "ms/call",
-                                     "source": "perf stat (kernel region)"}
+    assert metrics["task-clock"] == {
+        "value": pytest.approx(142.59 / 5),
+        "unit": "ms/call",
+        "source": "perf stat (kernel region)",
+    }
     assert metrics["page-faults"]["value"] == pytest.approx(9383 / 5)
     assert "cycles" not in metrics and unavailable["cycles"] == "perf reports <not supported>"
     assert "ipc" not in metrics and not perf_stat.has_hardware_counters(metrics)
@@ -38,8 +42,10 @@ def test_perf_parser_marks_not_supported_as_unavailable_not_zero():
 
 
 def test_perf_parser_derives_ratios_when_counters_exist():
-    text = ("1000000,,cycles,1,100.00,,\n2500000,,instructions,1,100.00,2.50,insn per cycle\n"
-            "40000,,branches,1,100.00,,\n2000,,branch-misses,1,100.00,5.00,of all branches\n")
+    text = (
+        "1000000,,cycles,1,100.00,,\n2500000,,instructions,1,100.00,2.50,insn per cycle\n"
+        "40000,,branches,1,100.00,,\n2000,,branch-misses,1,100.00,5.00,of all branches\n"
+    )
     metrics, _, _ = perf_stat.to_metrics(perf_stat.parse(text), calls=10, region_ms=1.0)
     assert metrics["ipc"]["value"] == pytest.approx(2.5) and perf_stat.has_hardware_counters(metrics)
     assert metrics["instructions"]["value"] == 250000 and metrics["instructions"]["unit"] == "count/call"
@@ -49,12 +55,19 @@ def test_perf_parser_derives_ratios_when_counters_exist():
 def test_topdown_level1_capture_parses_json_metrics_over_shadow_values():
     parsed = perf_stat.parse((DATA / "perf_stat_topdown_l1_doc.csv").read_text())
     # tma_backend_bound (44.3) is the group's metric; the topdown-be-bound shadow value (43.9) loses.
-    assert parsed["topdown"] == {"retiring": 25.5, "backend_bound": 44.3, "frontend_bound": 24.3,
-                                 "bad_speculation": 6.0}
+    assert parsed["topdown"] == {
+        "retiring": 25.5,
+        "backend_bound": 44.3,
+        "frontend_bound": 24.3,
+        "bad_speculation": 6.0,
+    }
     assert "cpu/INT_MISC.RECOVERY_CYCLES,cmask=1,edge/" in parsed["events"]  # commas inside the pmu term
     metrics, unavailable, _ = perf_stat.to_metrics(parsed, 1, 12.8, ["TopdownL1"])
-    assert metrics["topdown_backend_bound_pct"] == {"value": 44.3, "unit": "%",
-                                                    "source": "perf stat -M TopdownL1 (kernel region)"}
+    assert metrics["topdown_backend_bound_pct"] == {
+        "value": 44.3,
+        "unit": "%",
+        "source": "perf stat -M TopdownL1 (kernel region)",
+    }
     assert "topdown" not in unavailable
     assert all(name in DEFAULT_CPU_METRICS for name in metrics if name.startswith("topdown_"))
 
@@ -66,11 +79,13 @@ def test_topdown_level2_capture_splits_backend_into_memory_and_core():
 
 
 def test_perf_parser_handles_newer_padding_hybrid_rows_and_multiplexing():
-    text = ("# started on ...\n\n"
-            "100,,cpu_core/cycles/,10,100.00,,\n50,,cpu_atom/cycles/,10,100.00,,\n"
-            "<not counted>,,cpu_atom/instructions/,0,0.00,,\n300,,cpu_core/instructions/,10,100.00,,\n"
-            "5000,,TOPDOWN.SLOTS,10,40.00,30.0,%  tma_retiring\n,,,,,20.0,%  tma_frontend_bound\n"
-            ",,,,,10.0,%  backend_bound_memory\n")
+    text = (
+        "# started on ...\n\n"
+        "100,,cpu_core/cycles/,10,100.00,,\n50,,cpu_atom/cycles/,10,100.00,,\n"
+        "<not counted>,,cpu_atom/instructions/,0,0.00,,\n300,,cpu_core/instructions/,10,100.00,,\n"
+        "5000,,TOPDOWN.SLOTS,10,40.00,30.0,%  tma_retiring\n,,,,,20.0,%  tma_frontend_bound\n"
+        ",,,,,10.0,%  backend_bound_memory\n"
+    )
     parsed = perf_stat.parse(text)
     assert parsed["events"]["cycles"]["value"] == 150  # both core types summed
     assert parsed["events"]["instructions"]["value"] == 300  # <not counted> on one type only
@@ -96,6 +111,7 @@ def test_perf_command_counts_only_the_region_and_adds_metric_groups():
 
 # --- callgrind -------------------------------------------------------------------------------
 
+
 def test_callgrind_parser_reads_totals_and_names_from_real_capture():
     parsed = callgrind.parse((DATA / "callgrind_ffi_kernel.out").read_text())
     assert parsed["events"][:3] == ["Ir", "Dr", "Dw"]
@@ -120,12 +136,33 @@ def test_callgrind_reports_nothing_rather_than_zeros_when_nothing_was_collected(
 def test_cache_geometry_is_explicit_and_rounded_to_power_of_two_sets():
     caches = [  # this VM's sysfs: the L3 has 212992 sets, which valgrind cannot simulate
         {"name": "L1d", "level": 1, "type": "Data", "size_bytes": 49152, "ways": 12, "line_bytes": 64, "sets": 64},
-        {"name": "L1i", "level": 1, "type": "Instruction", "size_bytes": 32768, "ways": 8, "line_bytes": 64,
-         "sets": 64},
-        {"name": "L2", "level": 2, "type": "Unified", "size_bytes": 2 * 2**20, "ways": 16, "line_bytes": 64,
-         "sets": 2048},
-        {"name": "L3", "level": 3, "type": "Unified", "size_bytes": 266240 * 1024, "ways": 20, "line_bytes": 64,
-         "sets": 212992},
+        {
+            "name": "L1i",
+            "level": 1,
+            "type": "Instruction",
+            "size_bytes": 32768,
+            "ways": 8,
+            "line_bytes": 64,
+            "sets": 64,
+        },
+        {
+            "name": "L2",
+            "level": 2,
+            "type": "Unified",
+            "size_bytes": 2 * 2**20,
+            "ways": 16,
+            "line_bytes": 64,
+            "sets": 2048,
+        },
+        {
+            "name": "L3",
+            "level": 3,
+            "type": "Unified",
+            "size_bytes": 266240 * 1024,
+            "ways": 20,
+            "line_bytes": 64,
+            "sets": 212992,
+        },
     ]
     flags, used, notes = callgrind.geometry(caches)
     assert flags == ["--I1=32768,8,64", "--D1=49152,12,64", "--LL=167772160,20,64"]
@@ -137,6 +174,7 @@ def test_cache_geometry_is_explicit_and_rounded_to_power_of_two_sets():
 
 # --- hot spots, static evidence --------------------------------------------------------------
 
+
 def test_hotspot_parser_on_real_perf_report():
     parsed = hotspots.parse((DATA / "perf_report_hotspots.txt").read_text())
     assert parsed["samples"] == 3541  # event count / sample period, not the rounded "3K"
@@ -146,8 +184,9 @@ def test_hotspot_parser_on_real_perf_report():
 
 
 def test_vectorization_report_on_real_gcc_output():
-    report = vectorization.parse((DATA / "gcc_vec_report_kernel.txt").read_text(),
-                                 str(DATA / "gcc_vec_report_kernel.cpp"))
+    report = vectorization.parse(
+        (DATA / "gcc_vec_report_kernel.txt").read_text(), str(DATA / "gcc_vec_report_kernel.cpp")
+    )
     by_line = {r["line"]: r for r in report["loops"]}
     assert by_line[5]["vectorized"] and by_line[5]["versioned_for_alias"] and by_line[5]["vector_bytes"] == 64
     assert by_line[9]["vectorized"] and not by_line[9]["versioned_for_alias"]
@@ -167,9 +206,12 @@ def test_instruction_mix_on_real_objdump_of_vector_and_scalar_builds():
 
 # --- extra metrics ---------------------------------------------------------------------------
 
+
 def test_extra_metrics_are_validated_and_routed():
-    names = extra.split_names("dTLB-load-misses,cpu/event=0x3c,umask=0x0/,TopdownL2,sim_d1_misses,"
-                              "kernel_samples_pct,cycles,--output=/etc/x,rm -rf /,tma_memory_bound")
+    names = extra.split_names(
+        "dTLB-load-misses,cpu/event=0x3c,umask=0x0/,TopdownL2,sim_d1_misses,"
+        "kernel_samples_pct,cycles,--output=/etc/x,rm -rf /,tma_memory_bound"
+    )
     req = extra.resolve(names, default_events=tuple(perf_stat.default_events()))
     assert req.events == ["dTLB-load-misses", "cpu/event=0x3c,umask=0x0/"]
     assert req.metric_groups == ["TopdownL2", "tma_memory_bound"]
@@ -180,8 +222,14 @@ def test_extra_metrics_are_validated_and_routed():
 
 # --- roofline and bottleneck -----------------------------------------------------------------
 
-PEAK = {"status": "ok", "fma_gflops_1t": 100.0, "fma_gflops_all": 180.0, "triad_gbs_1t": 10.0,
-        "triad_gbs_all": 15.0, "cores": 2}
+PEAK = {
+    "status": "ok",
+    "fma_gflops_1t": 100.0,
+    "fma_gflops_all": 180.0,
+    "triad_gbs_1t": 10.0,
+    "triad_gbs_all": 15.0,
+    "cores": 2,
+}
 
 
 def test_roofline_sides_and_percentages():
@@ -191,8 +239,10 @@ def test_roofline_sides_and_percentages():
     gemm = roofline.compute({"flops": 2e9, "min_bytes": 8e6}, per_call_ms=40.0, peak=PEAK, num_threads=1)
     assert gemm["bound_by"] == "compute" and gemm["roofline_pct"] == pytest.approx(50.0)
     assert roofline.compute(None, 1.0, PEAK, 1)["status"] == "unavailable"
-    assert roofline.compute({"flops": 1.0, "min_bytes": 1.0}, 1.0, {"status": "unavailable", "reason": "x"},
-                            1)["status"] == "unavailable"
+    assert (
+        roofline.compute({"flops": 1.0, "min_bytes": 1.0}, 1.0, {"status": "unavailable", "reason": "x"}, 1)["status"]
+        == "unavailable"
+    )
     assert hardware.peaks_for_threads(PEAK, 2) == (180.0, 15.0)
 
 
@@ -209,8 +259,10 @@ def test_bottleneck_signals_pick_the_strongest_evidence():
     assert bottleneck.classify_cpu(_m(per_call_ms=40.0), None, vec_mix, cmp_)[0] == "compute-bound"
     strided = _m(per_call_ms=1.6, sim_d1_traffic_ratio=16.0)
     assert bottleneck.classify_cpu(strided, None, {"packed_fp": 0, "scalar_fp": 3}, mem)[0] == "poor-locality"
-    assert bottleneck.classify_cpu(_m(per_call_ms=40.0), None, {"packed_fp": 0, "scalar_fp": 3},
-                                   cmp_)[0] == "not-vectorized"
+    assert (
+        bottleneck.classify_cpu(_m(per_call_ms=40.0), None, {"packed_fp": 0, "scalar_fp": 3}, cmp_)[0]
+        == "not-vectorized"
+    )
     topdown_bad = _m(per_call_ms=5.0, topdown_bad_speculation_pct=35.0)
     assert bottleneck.classify_cpu(topdown_bad, None, vec_mix, mem)[0] == "bad-speculation"
     td_mem = _m(per_call_ms=5.0, topdown_memory_bound_pct=40.0, topdown_core_bound_pct=10.0)
@@ -222,23 +274,36 @@ def test_bottleneck_signals_pick_the_strongest_evidence():
 
 # --- diff ------------------------------------------------------------------------------------
 
+
 def test_diff_lists_only_what_moved_with_direction_and_bounded_size():
-    best = {"metrics": {"per_call_ms": {"value": 2.0, "unit": "ms", "source": "wall"},
-                        "sim_d1_misses": {"value": 1000.0, "unit": "count/call", "source": "cg"},
-                        "sim_d1_miss_pct": {"value": 30.0, "unit": "%", "source": "cg"},
-                        "task-clock": {"value": 1.0, "unit": "ms/call", "source": "perf"}},
-            "bottleneck": "poor-locality", "confidence": "simulation"}
-    cur = {"metrics": {"per_call_ms": {"value": 1.0, "unit": "ms", "source": "wall"},
-                       "sim_d1_misses": {"value": 1020.0, "unit": "count/call", "source": "cg"},
-                       "sim_d1_miss_pct": {"value": 6.0, "unit": "%", "source": "cg"},
-                       "widest_vector_bits": {"value": 512.0, "unit": "bits", "source": "objdump"},
-                       "task-clock": {"value": 0.5, "unit": "ms/call", "source": "perf"}},
-           "bottleneck": "memory-bound", "confidence": "simulation"}
+    best = {
+        "metrics": {
+            "per_call_ms": {"value": 2.0, "unit": "ms", "source": "wall"},
+            "sim_d1_misses": {"value": 1000.0, "unit": "count/call", "source": "cg"},
+            "sim_d1_miss_pct": {"value": 30.0, "unit": "%", "source": "cg"},
+            "task-clock": {"value": 1.0, "unit": "ms/call", "source": "perf"},
+        },
+        "bottleneck": "poor-locality",
+        "confidence": "simulation",
+    }
+    cur = {
+        "metrics": {
+            "per_call_ms": {"value": 1.0, "unit": "ms", "source": "wall"},
+            "sim_d1_misses": {"value": 1020.0, "unit": "count/call", "source": "cg"},
+            "sim_d1_miss_pct": {"value": 6.0, "unit": "%", "source": "cg"},
+            "widest_vector_bits": {"value": 512.0, "unit": "bits", "source": "objdump"},
+            "task-clock": {"value": 0.5, "unit": "ms/call", "source": "perf"},
+        },
+        "bottleneck": "memory-bound",
+        "confidence": "simulation",
+    }
     d = diff.diff_profiles(best, cur)
     moved = {r["metric"]: r for r in d["rows"]}
     assert list(moved)[0] == "per_call_ms" and moved["per_call_ms"]["change"] == pytest.approx(-50.0)
     assert moved["per_call_ms"]["verdict"] == "better"
-    assert moved["sim_d1_miss_pct"]["change"] == pytest.approx(-24.0) and moved["sim_d1_miss_pct"]["change_unit"] == "pp"
+    assert (
+        moved["sim_d1_miss_pct"]["change"] == pytest.approx(-24.0) and moved["sim_d1_miss_pct"]["change_unit"] == "pp"
+    )
     assert "sim_d1_misses" not in moved and d["unchanged"] == ["sim_d1_misses"]  # +2% is noise
     assert d["new"] == ["widest_vector_bits"]
     table = diff.render_diff(d, best_iteration=3)
@@ -253,6 +318,7 @@ def test_diff_lists_only_what_moved_with_direction_and_bounded_size():
 
 # --- operation cost (FLOPs and bytes of the reference) -----------------------------------------
 
+
 def test_operation_cost_counts_matmul_flops_exactly_and_estimates_elementwise(tmp_path):
     import importlib.util
 
@@ -261,12 +327,14 @@ def test_operation_cost_counts_matmul_flops_exactly_and_estimates_elementwise(tm
     from pragma.tools.region import operation_cost
 
     src = tmp_path / "prob.py"
-    src.write_text("import torch\nfrom torch import nn\n"
-                   "class Model(nn.Module):\n"
-                   "    def __init__(self):\n        super().__init__()\n        self.w = nn.Linear(64, 32)\n"
-                   "    def forward(self, x):\n        return torch.relu(self.w(x))\n"
-                   "def get_inputs():\n    return [torch.randn(16, 64)]\n"
-                   "def get_init_inputs():\n    return []\n")
+    src.write_text(
+        "import torch\nfrom torch import nn\n"
+        "class Model(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.w = nn.Linear(64, 32)\n"
+        "    def forward(self, x):\n        return torch.relu(self.w(x))\n"
+        "def get_inputs():\n    return [torch.randn(16, 64)]\n"
+        "def get_init_inputs():\n    return []\n"
+    )
     spec = importlib.util.spec_from_file_location("prob_for_cost", src)
     prob = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(prob)
@@ -297,11 +365,13 @@ def test_simulated_region_fits_its_calls_to_the_time_budget(tmp_path):
     if helper is None:
         pytest.skip(why)
     calls = []  # outside valgrind the client requests are no-ops: only the budgeting runs
-    fast = _simulate({"callgrind_helper": helper, "callgrind_budget_s": 60.0, "profile_calls": 3},
-                     lambda: calls.append(1))
+    fast = _simulate(
+        {"callgrind_helper": helper, "callgrind_budget_s": 60.0, "profile_calls": 3}, lambda: calls.append(1)
+    )
     assert fast["sim_calls"] == 3 and fast["sim_warm_caches"] and len(calls) == 4  # warm call + 3 counted
-    slow = _simulate({"callgrind_helper": helper, "callgrind_budget_s": 0.1, "profile_calls": 3},
-                     lambda: time.sleep(0.08))
+    slow = _simulate(
+        {"callgrind_helper": helper, "callgrind_budget_s": 0.1, "profile_calls": 3}, lambda: time.sleep(0.08)
+    )
     assert slow["sim_calls"] == 1 and not slow["sim_warm_caches"]  # the warm call is the measurement
 
 
@@ -319,15 +389,22 @@ def test_diff_from_zero_stays_json_native():
 def test_every_topdown_key_the_parser_can_emit_is_in_the_catalog():
     for key in topdown.LEVEL1 + topdown.LEVEL2:
         assert topdown.metric_name(key) in DEFAULT_CPU_METRICS
-    assert all(spec.unit and spec.meaning and spec.better in ("lower", "higher", "")
-               for spec in DEFAULT_CPU_METRICS.values())
+    assert all(
+        spec.unit and spec.meaning and spec.better in ("lower", "higher", "") for spec in DEFAULT_CPU_METRICS.values()
+    )
 
 
 # Figures of this 2-core EPYC VM's measured peaks (tools/hardware.py, PEAKS_VERSION 3), rounded.
-LEVEL_PEAK = {**PEAK, "triad_gbs_1t": 22.0, "triad_gbs_all": 47.0, "levels": [
-    {"name": "L1d", "size_bytes": 32768, "shared": False, "gbs_1t": 146.0, "gbs_all": 292.0},
-    {"name": "L2", "size_bytes": 524288, "shared": False, "gbs_1t": 100.0, "gbs_all": 194.0},
-    {"name": "L3", "size_bytes": 33554432, "shared": True, "gbs_1t": 48.0, "gbs_all": 125.0}]}
+LEVEL_PEAK = {
+    **PEAK,
+    "triad_gbs_1t": 22.0,
+    "triad_gbs_all": 47.0,
+    "levels": [
+        {"name": "L1d", "size_bytes": 32768, "shared": False, "gbs_1t": 146.0, "gbs_all": 292.0},
+        {"name": "L2", "size_bytes": 524288, "shared": False, "gbs_1t": 100.0, "gbs_all": 194.0},
+        {"name": "L3", "size_bytes": 33554432, "shared": True, "gbs_1t": 48.0, "gbs_all": 125.0},
+    ],
+}
 
 
 def test_roof_is_the_level_the_working_set_fits():
@@ -353,6 +430,7 @@ def test_roof_is_the_level_the_working_set_fits():
 
 
 # --- llvm-mca, valgrind's failure reason, callgrind on demand -----------------------------------
+
 
 def test_mca_parser_reads_throughput_pressure_and_bottleneck_from_real_capture():
     from pragma.tools.profilers import mca

@@ -60,8 +60,7 @@ def _v(profile: dict, name: str) -> float:
 
 def _check_shape(profile: dict) -> None:
     """The contract every profile keeps: sources, confidence, {value, unit, source} metrics."""
-    assert profile["sources"] and profile["confidence"] in ("hardware-counters", "simulation", "static",
-                                                            "timing-only")
+    assert profile["sources"] and profile["confidence"] in ("hardware-counters", "simulation", "static", "timing-only")
     extra_events = set(profile["extra_metrics"]["events"])
     for name, m in profile["metrics"].items():
         assert set(m) == {"value", "unit", "source"} and m["unit"] and m["source"], name
@@ -74,8 +73,9 @@ def _check_shape(profile: dict) -> None:
 def test_vectorized_and_scalar_loops_differ_in_vector_width_and_instruction_count(profiles):
     vec = profiles(PROBLEMS / "scale_shift.py", "scale_shift_vector", profile_simulate="always")
     # The Conductor's path: a simulated metric named in extra_metrics switches callgrind on.
-    sca = profiles(PROBLEMS / "scale_shift.py", "scale_shift_scalar", profile_simulate="never",
-                   extra=["sim_instructions"])
+    sca = profiles(
+        PROBLEMS / "scale_shift.py", "scale_shift_scalar", profile_simulate="never", extra=["sim_instructions"]
+    )
     for p in (vec, sca):
         _check_shape(p)
     assert _v(vec, "widest_vector_bits") >= 256 and _v(vec, "packed_fp") > 0
@@ -83,8 +83,11 @@ def test_vectorized_and_scalar_loops_differ_in_vector_width_and_instruction_coun
     assert vec["vectorization"]["vectorized_loops"] >= 1 and sca["vectorization"]["vectorized_loops"] == 0
     # 2^20 elements: the simulated AVX2 build retires ~8x fewer instructions than the scalar loop
     assert _v(sca, "sim_instructions") > 4 * _v(vec, "sim_instructions")
-    assert vec["confidence"] == sca["confidence"] == (
-        "hardware-counters" if perf_stat.has_hardware_counters(vec["metrics"]) else "simulation")
+    assert (
+        vec["confidence"]
+        == sca["confidence"]
+        == ("hardware-counters" if perf_stat.has_hardware_counters(vec["metrics"]) else "simulation")
+    )
     assert sca["tools"]["callgrind"]["status"] == "ok" and sca["extra_metrics"]["force_simulation"]
 
 
@@ -129,16 +132,28 @@ def test_profile_cli_json_survives_an_event_perf_rejects(module_data, isolated_d
     if (data / "hardware").is_dir():
         shutil.copytree(data / "hardware", isolated_data_dir / "hardware", dirs_exist_ok=True)
     cli = [sys.executable, "-c", "from pragma.graph.cli import main; main()"]
-    proc = subprocess.run([*cli, "profile", str(EXAMPLES / "relu.py"),
-                           str(CANDIDATES / "relu_fast.py"), "--json", "--events", "no_such_event_xyz,--bad",
-                           "--set", "profile_simulate=never"],
-                          env=pragma_env(isolated_data_dir), capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            *cli,
+            "profile",
+            str(EXAMPLES / "relu.py"),
+            str(CANDIDATES / "relu_fast.py"),
+            "--json",
+            "--events",
+            "no_such_event_xyz,--bad",
+            "--set",
+            "profile_simulate=never",
+        ],
+        env=pragma_env(isolated_data_dir),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     profile = json.loads(proc.stdout)
     assert {"sources", "confidence", "metrics", "roofline", "bottleneck", "notes"} <= set(profile)
     if perf_stat.perf_binary():
-        assert any("perf stat could not run with extra events/groups no_such_event_xyz" in n
-                   for n in profile["notes"])
+        assert any("perf stat could not run with extra events/groups no_such_event_xyz" in n for n in profile["notes"])
         assert "task-clock" in profile["metrics"]  # the retry kept the default events
     assert any("'--bad'" in n for n in profile["notes"])  # rejected before perf ever saw it
     assert profile["metrics"]["per_call_ms"]["value"] > 0
@@ -149,10 +164,13 @@ def _cpu_flags() -> set[str]:
     return set(line.split(":", 1)[-1].split())
 
 
-@pytest.mark.parametrize("candidate, flag, bits", [
-    ("scale_shift_avx2_intrinsics", "avx2", 256),
-    ("scale_shift_avx512_intrinsics", "avx512f", 512),
-])
+@pytest.mark.parametrize(
+    "candidate, flag, bits",
+    [
+        ("scale_shift_avx2_intrinsics", "avx2", 256),
+        ("scale_shift_avx512_intrinsics", "avx512f", 512),
+    ],
+)
 def test_intrinsics_kernel_gets_a_hot_loop_analysis_and_a_reasoned_confidence(profiles, candidate, flag, bits):
     if flag not in _cpu_flags():
         pytest.skip(f"this CPU has no {flag}: {candidate} cannot run here")
@@ -189,3 +207,20 @@ def test_cache_resident_kernel_is_placed_against_its_cache_roof(profiles):
     assert _v(p, "roof_gbs") == roof["roof_gbs"] and _v(p, "working_set_bytes") == roof["working_set_bytes"]
     assert "cache-resident" in [s["label"] for s in p["signals"]]
     assert f"fits {roof['roof_level']}" in render_profile(p) and "DRAM roof" in render_profile(p)
+
+
+@needs_valgrind
+def test_the_cold_versus_warm_micro_experiment_is_reported_with_its_source(profiles):
+    """Issue 13: a measured micro-experiment beside the roofline, each figure with its source."""
+    p = profiles(PROBLEMS / "scale_shift.py", "scale_shift_vector", profile_simulate="never")
+    _check_shape(p)
+    cold, ratio = p["metrics"]["cold_call_ms"], p["metrics"]["cold_warm_ratio"]
+    assert cold["source"].startswith("micro-experiment: median of 5 calls") and "MiB" in cold["source"]
+    assert cold["value"] > 0 and 0.2 < ratio["value"] < 50
+    assert "micro-experiment (cold vs warm caches)" in p["sources"]
+    [note] = [n for n in p["notes"] if n.startswith("cold calls")]
+    assert f"{ratio['value']:.2f}x the warm ones" in note
+    if ratio["value"] >= 1.3:
+        assert "cache-level roof applies" in note
+    elif ratio["value"] <= 1.1:
+        assert "not kept in cache between calls" in note

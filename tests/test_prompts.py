@@ -32,8 +32,11 @@ class _Sample(dict):
 
 
 def _templates() -> dict[str, str]:
-    return {n: getattr(prompts, n) for n in dir(prompts)
-            if n.isupper() and isinstance(getattr(prompts, n), str) and n not in ("NO_MODULE", "NO_KERNEL")}
+    return {
+        n: getattr(prompts, n)
+        for n in dir(prompts)
+        if n.isupper() and isinstance(getattr(prompts, n), str) and n not in ("NO_MODULE", "NO_KERNEL")
+    }
 
 
 def _render(text: str) -> str:

@@ -17,7 +17,7 @@ from pragma.tools.anticheat import RULES, Rule
 from pragma.tools.verify import verify_candidate
 
 # A module that calls the operator itself: rejected statically by no_torch_compute, with the line.
-TORCH_RELU = '''import torch
+TORCH_RELU = """import torch
 import torch.nn as nn
 from pragma_cext import load_cpp, ptr
 
@@ -30,7 +30,7 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         return x.relu()
-'''
+"""
 
 
 @pytest.mark.parametrize("rule", sorted(RULES))
@@ -40,8 +40,9 @@ def test_every_registered_rule_has_a_hint(rule):
 
 
 def test_a_rule_registered_later_gets_a_generic_hint_from_its_rationale(monkeypatch):
-    monkeypatch.setitem(RULES, "future_rule", Rule("future_rule", ("timing",),
-                                                   "Another process used the cores while timing ran."))
+    monkeypatch.setitem(
+        RULES, "future_rule", Rule("future_rule", ("timing",), "Another process used the cores while timing ran.")
+    )
     text = hints.rule_hint("future_rule", "load 1.9 during the timed rounds")
     assert "load 1.9 during the timed rounds" in text and "Another process used the cores" in text
     assert "future_rule" not in hints.RULE_HINTS  # really the generic path
@@ -49,15 +50,24 @@ def test_a_rule_registered_later_gets_a_generic_hint_from_its_rationale(monkeypa
 
 @pytest.mark.parametrize("status", ["compile_error", "runtime_error", "mismatch", "timeout", "rejected"])
 def test_every_failure_status_has_a_hint(status):
-    text = hints.repair_hints({"status": status, "message": "rule no_network: line 2: import socket"
-                               if status == "rejected" else "first line of the message", "checks": []})
+    text = hints.repair_hints(
+        {
+            "status": status,
+            "message": "rule no_network: line 2: import socket"
+            if status == "rejected"
+            else "first line of the message",
+            "checks": [],
+        }
+    )
     assert text.startswith("- ") and len(text) > 60
     assert hints.repair_hints({"status": "ok"}) == ""
 
 
 def test_compile_error_hint_quotes_the_first_compiler_error():
-    log = ("In function 'void k(const float*)':\n/tmp/b/relu_1.cpp:5:9: error: 'n' was not declared in this scope\n"
-           "/tmp/b/relu_1.cpp:7:1: error: expected ';' before '}' token\n")
+    log = (
+        "In function 'void k(const float*)':\n/tmp/b/relu_1.cpp:5:9: error: 'n' was not declared in this scope\n"
+        "/tmp/b/relu_1.cpp:7:1: error: expected ';' before '}' token\n"
+    )
     text = hints.repair_hints({"status": "compile_error", "message": "CompileError: " + log})
     assert "relu_1.cpp:5:9: error: 'n' was not declared" in text and "expected ';'" not in text
 
@@ -88,8 +98,15 @@ def _reject_then_repair(monkeypatch, script, **ctx):
     seen = _spy(monkeypatch, script)
     runtime = SimpleNamespace(context=resolve_context(coder_model="scripted:x", **ctx))
     source = (EXAMPLES / "relu.py").read_text()
-    state = {"problem": {"name": "relu", "path": str(EXAMPLES / "relu.py"), "source": source,
-                         "inputs": [{"kind": "tensor", "shape": [1000, 8191], "dtype": "float32"}]}, "iteration": 0}
+    state = {
+        "problem": {
+            "name": "relu",
+            "path": str(EXAMPLES / "relu.py"),
+            "source": source,
+            "inputs": [{"kind": "tensor", "shape": [1000, 8191], "dtype": "float32"}],
+        },
+        "iteration": 0,
+    }
     state.update(coder.coder(state, runtime))
     state["verification"] = verify_candidate(state["problem"]["path"], state["candidate"]["code"], runtime.context)
     assert state["verification"]["status"] == "rejected"
@@ -110,8 +127,10 @@ def test_rule_hint_reaches_the_next_coder_prompt_without_asking_a_model(monkeypa
 
 
 def test_rules_plus_model_shows_the_hints_to_the_conductor_and_keeps_both(monkeypatch):
-    script = {"coder": {"1": f"```python\n{TORCH_RELU}```", "2": "```python\n# next\n```"},
-              "conductor": {"1": "Write the loop in C++ and return its output."}}
+    script = {
+        "coder": {"1": f"```python\n{TORCH_RELU}```", "2": "```python\n# next\n```"},
+        "conductor": {"1": "Write the loop in C++ and return its output."},
+    }
     state, seen = _reject_then_repair(monkeypatch, script, repair_advice="rules+model")
     assert [role for role, _ in seen] == ["coder", "conductor", "coder"]
     assert "<verifier_hints>" in seen[1][1] and "compute the result in the C++ kernel" in seen[1][1]

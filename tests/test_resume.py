@@ -16,8 +16,9 @@ CLI = str(Path(__file__).parent / "scripted_cli.py")
 
 
 def run_cli(script: Path, args: list[str], env: dict[str, str], timeout_s: float = 600):
-    return subprocess.run([sys.executable, CLI, str(script), *args], env=env, capture_output=True,
-                          text=True, timeout=timeout_s)
+    return subprocess.run(
+        [sys.executable, CLI, str(script), *args], env=env, capture_output=True, text=True, timeout=timeout_s
+    )
 
 
 def thread_id_of(output: str) -> str:
@@ -32,12 +33,15 @@ def calls(log: Path) -> list[tuple[str, int]]:
 
 
 def final_state(data_dir: Path, thread_id: str) -> dict:
-    code = ("import json,sys; from pragma.graph import runs; from pragma.graph.builder import compile_app\n"
-            "with runs.checkpointer() as s:\n"
-            f"    st = compile_app(s).get_state({{'configurable': {{'thread_id': {thread_id!r}}}}})\n"
-            "print(json.dumps({'values': st.values, 'next': list(st.next)}))")
-    proc = subprocess.run([sys.executable, "-c", code], env=pragma_env(data_dir), capture_output=True,
-                          text=True, timeout=120, check=True)
+    code = (
+        "import json,sys; from pragma.graph import runs; from pragma.graph.builder import compile_app\n"
+        "with runs.checkpointer() as s:\n"
+        f"    st = compile_app(s).get_state({{'configurable': {{'thread_id': {thread_id!r}}}}})\n"
+        "print(json.dumps({'values': st.values, 'next': list(st.next)}))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=pragma_env(data_dir), capture_output=True, text=True, timeout=120, check=True
+    )
     return json.loads(proc.stdout)
 
 
@@ -52,10 +56,22 @@ def assert_no_repeats(log: Path, raised_once: tuple[str, int] | None = None) -> 
 def test_resume_after_exception_inside_a_node(tmp_path, isolated_data_dir):
     script = write_script(tmp_path, scripted.relu_script())
     log = tmp_path / "llm.jsonl"
-    env = pragma_env(isolated_data_dir, PRAGMA_TEST_LLM_LOG=str(log), PRAGMA_TEST_RAISE_AT="conductor:3",
-                     PRAGMA_TEST_RAISE_MARKER=str(tmp_path / "raised"))
-    args = ["optimize", str(EXAMPLES / "relu.py"), "--coder-model", "scripted:coder", "--max-iterations", "4",
-            "--out", str(tmp_path / "out")]
+    env = pragma_env(
+        isolated_data_dir,
+        PRAGMA_TEST_LLM_LOG=str(log),
+        PRAGMA_TEST_RAISE_AT="conductor:3",
+        PRAGMA_TEST_RAISE_MARKER=str(tmp_path / "raised"),
+    )
+    args = [
+        "optimize",
+        str(EXAMPLES / "relu.py"),
+        "--coder-model",
+        "scripted:coder",
+        "--max-iterations",
+        "4",
+        "--out",
+        str(tmp_path / "out"),
+    ]
     first = run_cli(script, args, env)
     assert first.returncode != 0 and "scripted failure at conductor:3" in first.stderr
     thread_id = thread_id_of(first.stdout + first.stderr)
@@ -63,7 +79,7 @@ def test_resume_after_exception_inside_a_node(tmp_path, isolated_data_dir):
     before = calls(log)
     second = run_cli(script, ["optimize", "--resume", thread_id], env)
     assert second.returncode == 0, second.stderr
-    after = calls(log)[len(before):]
+    after = calls(log)[len(before) :]
     # The resumed process starts at the conductor: no coder, verifier or repair work is redone.
     assert after[0] == ("conductor", 3) and ("coder", 3) not in after
     # While a model thinks the CLI says so, and reports each reply's size and rate (the embedded
@@ -83,12 +99,30 @@ def test_resume_after_exception_inside_a_node(tmp_path, isolated_data_dir):
 def test_resume_after_sigkill(tmp_path, isolated_data_dir):
     script = write_script(tmp_path, scripted.relu_script())
     log, marker = tmp_path / "llm.jsonl", tmp_path / "hanging"
-    env = pragma_env(isolated_data_dir, PRAGMA_TEST_LLM_LOG=str(log), PRAGMA_TEST_HANG_AT="coder:4",
-                     PRAGMA_TEST_HANG_MARKER=str(marker))
-    args = ["optimize", str(EXAMPLES / "relu.py"), "--coder-model", "scripted:coder", "--max-iterations", "4",
-            "--out", str(tmp_path / "out")]
-    proc = subprocess.Popen([sys.executable, CLI, str(script), *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    env = pragma_env(
+        isolated_data_dir,
+        PRAGMA_TEST_LLM_LOG=str(log),
+        PRAGMA_TEST_HANG_AT="coder:4",
+        PRAGMA_TEST_HANG_MARKER=str(marker),
+    )
+    args = [
+        "optimize",
+        str(EXAMPLES / "relu.py"),
+        "--coder-model",
+        "scripted:coder",
+        "--max-iterations",
+        "4",
+        "--out",
+        str(tmp_path / "out"),
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, CLI, str(script), *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 300
     while not marker.exists():
         assert proc.poll() is None and time.monotonic() < deadline, "run ended before reaching coder:4"

@@ -25,15 +25,18 @@ from pragma.eval.db import ResultsDB
 from pragma.graph import lock, runs
 from pragma.graph.context import resolve_context
 
-HOLDER = ("import sys, time\nfrom pragma.graph import lock\n"
-          "held = lock.hold(sys.argv[1])\nheld.__enter__()\nprint('held', flush=True)\ntime.sleep(600)\n")
+HOLDER = (
+    "import sys, time\nfrom pragma.graph import lock\n"
+    "held = lock.hold(sys.argv[1])\nheld.__enter__()\nprint('held', flush=True)\ntime.sleep(600)\n"
+)
 
 
 @contextmanager
 def held_elsewhere(name: str, data_dir) -> Iterator[subprocess.Popen]:
     """Another live process holding ``name``'s lock."""
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, name], env=pragma_env(data_dir),
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, name], env=pragma_env(data_dir), stdout=subprocess.PIPE, text=True
+    )
     try:
         assert proc.stdout.readline().strip() == "held"
         yield proc
@@ -79,15 +82,25 @@ def test_a_forked_child_does_not_inherit_its_parents_lock():
 
 
 def test_optimize_resume_of_a_live_run_is_refused_and_writes_nothing(isolated_data_dir, tmp_path):
-    runs.register("relu-live", str(EXAMPLES / "relu.py"), str(tmp_path / "out"),
-                  {"coder_model": "openai:fake-model", "max_iterations": 2})
+    runs.register(
+        "relu-live",
+        str(EXAMPLES / "relu.py"),
+        str(tmp_path / "out"),
+        {"coder_model": "openai:fake-model", "max_iterations": 2},
+    )
     before = runs.get("relu-live")
     with FakeOpenAI({}) as fake, held_elsewhere("relu-live", isolated_data_dir) as other:
         env = pragma_env(isolated_data_dir, PRAGMA_LLM_BASE_URL=fake.base_url)
-        done = subprocess.run([sys.executable, "-m", "pragma.graph.cli", "optimize", "--resume", "relu-live"],
-                              env=env, capture_output=True, text=True, timeout=120)
-        listed = subprocess.run([sys.executable, "-m", "pragma.graph.cli", "runs"], env=env, capture_output=True,
-                                text=True, timeout=120).stdout
+        done = subprocess.run(
+            [sys.executable, "-m", "pragma.graph.cli", "optimize", "--resume", "relu-live"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        listed = subprocess.run(
+            [sys.executable, "-m", "pragma.graph.cli", "runs"], env=env, capture_output=True, text=True, timeout=120
+        ).stdout
     assert done.returncode == 2, done.stderr
     [line] = done.stderr.strip().splitlines()
     assert line.startswith("error: run relu-live is being advanced by pid") and f"pid {other.pid}" in line
@@ -102,8 +115,9 @@ def test_optimize_resume_of_a_live_run_is_refused_and_writes_nothing(isolated_da
 
 def _suite_run(run_id: str) -> str:
     ctx = resolve_context(coder_model="openai:fake-model", max_iterations=1)
-    return harness.create_run(str(EXAMPLES), ["pragma"], ctx, harness.RunSettings(workers=1),
-                              patterns=["relu"], run_id=run_id)
+    return harness.create_run(
+        str(EXAMPLES), ["pragma"], ctx, harness.RunSettings(workers=1), patterns=["relu"], run_id=run_id
+    )
 
 
 def test_eval_resume_of_a_live_run_is_refused_and_writes_nothing(isolated_data_dir):
@@ -112,8 +126,13 @@ def test_eval_resume_of_a_live_run_is_refused_and_writes_nothing(isolated_data_d
     before = (db.run(run_id), db.problems(run_id))
     with FakeOpenAI({}) as fake, held_elsewhere(lock.eval_run_name(run_id), isolated_data_dir) as other:
         env = pragma_env(isolated_data_dir, PRAGMA_LLM_BASE_URL=fake.base_url)
-        done = subprocess.run([sys.executable, "-m", "pragma.graph.cli", "eval", "run", "--resume", run_id],
-                              env=env, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "pragma.graph.cli", "eval", "run", "--resume", run_id],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 2, done.stdout + done.stderr
         [line] = done.stderr.strip().splitlines()
         assert f"evaluation run {run_id} is being advanced by pid {other.pid}" in line

@@ -37,7 +37,8 @@ def test_isolation_is_reported_layer_by_layer(isolated_data_dir):
 
 def test_abort_in_the_kernel_is_a_result_naming_the_signal(isolated_data_dir):
     code = RELU_FAST.replace("#include <cstdint>", "#include <cstdint>\n#include <cstdlib>").replace(
-        "#pragma omp parallel for simd schedule(static)", "std::abort();")
+        "#pragma omp parallel for simd schedule(static)", "std::abort();"
+    )
     result = verify_candidate(RELU, code, quick())
     assert result["status"] == "runtime_error"
     assert "SIGABRT" in result["message"], result["message"]
@@ -46,8 +47,10 @@ def test_abort_in_the_kernel_is_a_result_naming_the_signal(isolated_data_dir):
 def test_secrets_and_the_request_never_reach_the_candidate(isolated_data_dir, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-pragma-test-secret")
     monkeypatch.setenv("PRAGMA_LLM_API_KEY", "sk-pragma-test-secret")
-    spy = ("import os\nprint('ENV', sorted(os.environ), any('secret' in v for v in os.environ.values()))\n"
-           "print('REQUEST_VISIBLE', os.path.exists('request.json'))\n")
+    spy = (
+        "import os\nprint('ENV', sorted(os.environ), any('secret' in v for v in os.environ.values()))\n"
+        "print('REQUEST_VISIBLE', os.path.exists('request.json'))\n"
+    )
     result = verify_candidate(RELU, spy + RELU_FAST, quick())
     assert result["status"] == "ok", result["message"]
     assert "sk-pragma-test-secret" not in result["log_tail"] and "OPENAI_API_KEY" not in result["log_tail"]
@@ -86,8 +89,10 @@ def test_the_network_is_out_of_reach(isolated_data_dir):
         except OSError:
             pass
 
-    probe = (f"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
-             "    print('NETWORK reachable')\nexcept OSError as exc:\n    print('NETWORK blocked', exc)\n")
+    probe = (
+        f"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
+        "    print('NETWORK reachable')\nexcept OSError as exc:\n    print('NETWORK blocked', exc)\n"
+    )
     waiter = threading.Thread(target=accept_once)
     waiter.start()
     result = verify_candidate(RELU, probe + RELU_FAST, quick(static_checks=False))
@@ -103,8 +108,10 @@ def test_the_network_is_out_of_reach(isolated_data_dir):
 def test_processes_started_by_the_candidate_do_not_outlive_it(isolated_data_dir):
     # A grandchild in its own session escapes killpg; the PID namespace (or the token sweep) must not.
     marker = f"sleep 4243.{os.getpid()}"
-    escape = (f"import os\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
-              f"        os.execv('/bin/sleep', {marker.split()!r})\n    os._exit(0)\n")
+    escape = (
+        f"import os\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+        f"        os.execv('/bin/sleep', {marker.split()!r})\n    os._exit(0)\n"
+    )
     result = verify_candidate(RELU, escape + RELU_FAST, quick(static_checks=False))
     assert result["status"] in ("ok", "rejected"), result["message"]
     leftovers = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p) == marker]

@@ -22,10 +22,15 @@ extern "C" void pragma_kernel(const float* x, int64_t x_dim0, int64_t x_dim1,
 }
 ```"""
 
-RELU_PROBED = {"name": "relu", "path": str(EXAMPLES / "relu.py"), "source": (EXAMPLES / "relu.py").read_text(),
-               "inputs": [{"kind": "tensor", "shape": [1000, 8191], "dtype": "float32"}], "init_inputs": [],
-               "outputs": {"container": "", "items": [{"kind": "tensor", "shape": [1000, 8191], "dtype": "float32"}]},
-               "state_names": []}
+RELU_PROBED = {
+    "name": "relu",
+    "path": str(EXAMPLES / "relu.py"),
+    "source": (EXAMPLES / "relu.py").read_text(),
+    "inputs": [{"kind": "tensor", "shape": [1000, 8191], "dtype": "float32"}],
+    "init_inputs": [],
+    "outputs": {"container": "", "items": [{"kind": "tensor", "shape": [1000, 8191], "dtype": "float32"}]},
+    "state_names": [],
+}
 
 
 def _ask(ctx, text="<attempt>1</attempt> hi"):
@@ -66,8 +71,13 @@ def test_doctor_says_which_model_it_will_use(monkeypatch):
 
 def _local_over(monkeypatch, fake):
     """The 'local' spec served by the fake server instead of llama.cpp (no model is started)."""
-    monkeypatch.setattr(local_model, "chat_model", lambda timeout_s=600.0: llm.openai_chat_model(
-        "local", timeout_s=timeout_s, base_url=fake.base_url, api_key="local"))
+    monkeypatch.setattr(
+        local_model,
+        "chat_model",
+        lambda timeout_s=600.0: llm.openai_chat_model(
+            "local", timeout_s=timeout_s, base_url=fake.base_url, api_key="local"
+        ),
+    )
 
 
 def _coder(ctx, problem):
@@ -87,8 +97,10 @@ def test_other_models_get_no_grammar_unless_asked(monkeypatch):
     with FakeOpenAI({"coder:1": [{"content": CPP_REPLY}]}) as fake:
         monkeypatch.setenv("PRAGMA_LLM_BASE_URL", fake.base_url)
         _coder(resolve_context(coder_model="openai:fake-model", candidate_format="kernel"), RELU_PROBED)
-        _coder(resolve_context(coder_model="openai:fake-model", candidate_format="kernel",
-                               constrained_decoding="grammar"), RELU_PROBED)
+        _coder(
+            resolve_context(coder_model="openai:fake-model", candidate_format="kernel", constrained_decoding="grammar"),
+            RELU_PROBED,
+        )
     assert "grammar" not in fake.bodies[0] and fake.bodies[1]["grammar"] == coder.GRAMMAR_KERNEL
 
 
@@ -103,13 +115,15 @@ def test_local_prompt_stays_under_its_budget_keeping_the_signature(monkeypatch):
     limit = 4096 - budget.REPLY_RESERVE_TOKENS
     assert len("".join(m["content"] for m in fake.bodies[-1]["messages"])) > 0
     assert budget.approx_tokens(sent) <= limit < budget.approx_tokens(padded["source"])
-    assert "extern \"C\" void pragma_kernel(" in sent and "characters omitted" in sent
+    assert 'extern "C" void pragma_kernel(' in sent and "characters omitted" in sent
     assert "def forward(self, x):" in sent  # the end of the problem (the operator) survives the cut
 
 
 def test_budget_drops_least_important_sections_first():
-    human = ("<attempt>1</attempt>\n<problem>P</problem>\n<hardware>" + "h" * 3000 + "</hardware>\n"
-             "<repair_instructions>fix line 3</repair_instructions>")
+    human = (
+        "<attempt>1</attempt>\n<problem>P</problem>\n<hardware>" + "h" * 3000 + "</hardware>\n"
+        "<repair_instructions>fix line 3</repair_instructions>"
+    )
     out = budget.fit("system", human, 200)
     assert "h" * 100 not in out and budget.OMITTED in out and "fix line 3" in out and "<problem>P</problem>" in out
     assert budget.fit("system", human, 0) == human  # no budget: unchanged

@@ -15,14 +15,33 @@ from pragma.graph.routing import route_after_conductor, stop_verdict
 from pragma.nodes import conductor, llm
 from pragma.tools.profilers import roofline
 
-STOP = "```json\n" + json.dumps({"diagnosis": "at the memory roof", "bottleneck": "memory-bound",
-                                 "steps": [], "extra_metrics": [], "stop": True}) + "\n```"
+STOP = (
+    "```json\n"
+    + json.dumps(
+        {
+            "diagnosis": "at the memory roof",
+            "bottleneck": "memory-bound",
+            "steps": [],
+            "extra_metrics": [],
+            "stop": True,
+        }
+    )
+    + "\n```"
+)
 
 
-PEAK = {"status": "ok", "fma_gflops_1t": 100.0, "fma_gflops_all": 180.0, "triad_gbs_1t": 22.0,
-        "triad_gbs_all": 47.0, "cores": 2, "levels": [
-            {"name": "L2", "size_bytes": 524288, "shared": False, "gbs_1t": 100.0, "gbs_all": 194.0},
-            {"name": "L3", "size_bytes": 33554432, "shared": True, "gbs_1t": 48.0, "gbs_all": 125.0}]}
+PEAK = {
+    "status": "ok",
+    "fma_gflops_1t": 100.0,
+    "fma_gflops_all": 180.0,
+    "triad_gbs_1t": 22.0,
+    "triad_gbs_all": 47.0,
+    "cores": 2,
+    "levels": [
+        {"name": "L2", "size_bytes": 524288, "shared": False, "gbs_1t": 100.0, "gbs_all": 194.0},
+        {"name": "L3", "size_bytes": 33554432, "shared": True, "gbs_1t": 48.0, "gbs_all": 125.0},
+    ],
+}
 
 
 def _roof(bandwidth_pct: float) -> dict:
@@ -32,16 +51,41 @@ def _roof(bandwidth_pct: float) -> dict:
 
 
 def _state(iteration: int, roof: dict) -> dict:
-    profile = {"status": "ok", "roofline": roof, "metrics": {}, "sources": ["wall clock"],
-               "confidence": "timing-only", "bottleneck": "cache-resident"}
-    return {"problem": {"name": "max_pool", "source": "class Model: ...", "path": "p.py"}, "hardware": "2 cores",
+    profile = {
+        "status": "ok",
+        "roofline": roof,
+        "metrics": {},
+        "sources": ["wall clock"],
+        "confidence": "timing-only",
+        "bottleneck": "cache-resident",
+    }
+    return {
+        "problem": {"name": "max_pool", "source": "class Model: ...", "path": "p.py"},
+        "hardware": "2 cores",
+        "iteration": iteration,
+        "attempts": [
+            {
+                "iteration": i,
+                "status": "ok",
+                "speedup": 40.0,
+                "runtime_ms": 0.1,
+                "ref_runtime_ms": 4.0,
+                "max_abs_diff": 0.0,
+            }
+            for i in range(1, iteration + 1)
+        ],
+        "candidate": {"iteration": iteration, "code": "..."},
+        "verification": {"speedup": 46.9, "runtime_ms": 0.1, "ref_runtime_ms": 4.7},
+        "profile": profile,
+        "best": {
             "iteration": iteration,
-            "attempts": [{"iteration": i, "status": "ok", "speedup": 40.0, "runtime_ms": 0.1, "ref_runtime_ms": 4.0,
-                          "max_abs_diff": 0.0} for i in range(1, iteration + 1)],
-            "candidate": {"iteration": iteration, "code": "..."},
-            "verification": {"speedup": 46.9, "runtime_ms": 0.1, "ref_runtime_ms": 4.7},
-            "profile": profile, "best": {"iteration": iteration, "speedup": 46.9, "code": "...", "profile": profile,
-                                         "runtime_ms": 0.1, "ref_runtime_ms": 4.7}}
+            "speedup": 46.9,
+            "code": "...",
+            "profile": profile,
+            "runtime_ms": 0.1,
+            "ref_runtime_ms": 4.7,
+        },
+    }
 
 
 @pytest.fixture

@@ -23,20 +23,23 @@ def spd(n: int) -> torch.Tensor:
     return a @ a.T + n * torch.eye(n)
 
 
-@pytest.mark.parametrize("value, structure", [
-    (torch.randint(0, 10, (8, 8)), "integer"),
-    (torch.randint(0, 2, (64,)).float() * 2 - 1, "discrete values"),
-    (torch.randint(0, 5, (64,)).float(), "discrete values"),
-    (torch.softmax(torch.randn(4, 16), dim=-1), "probability rows"),
-    (torch.diag(torch.rand(8) + 0.5), "diagonal"),
-    (torch.tril(torch.rand(8, 8) + 0.1), "lower triangular"),
-    (torch.triu(torch.rand(8, 8) + 0.1), "upper triangular"),
-    (spd(16), "positive definite"),
-    ((lambda a: (a + a.T) / 2)(torch.rand(16, 16)), "symmetric"),  # positive diagonal, not definite
-    (torch.randn(3, 16, 16), ""),
-    (torch.rand(1000, 37), ""),
-    (3, "not a tensor"),
-])
+@pytest.mark.parametrize(
+    "value, structure",
+    [
+        (torch.randint(0, 10, (8, 8)), "integer"),
+        (torch.randint(0, 2, (64,)).float() * 2 - 1, "discrete values"),
+        (torch.randint(0, 5, (64,)).float(), "discrete values"),
+        (torch.softmax(torch.randn(4, 16), dim=-1), "probability rows"),
+        (torch.diag(torch.rand(8) + 0.5), "diagonal"),
+        (torch.tril(torch.rand(8, 8) + 0.1), "lower triangular"),
+        (torch.triu(torch.rand(8, 8) + 0.1), "upper triangular"),
+        (spd(16), "positive definite"),
+        ((lambda a: (a + a.T) / 2)(torch.rand(16, 16)), "symmetric"),  # positive diagonal, not definite
+        (torch.randn(3, 16, 16), ""),
+        (torch.rand(1000, 37), ""),
+        (3, "not a tensor"),
+    ],
+)
 def test_structure_of_each_kind(value, structure):
     assert stress.structure_of(value) == structure
 
@@ -55,8 +58,13 @@ def test_plain_inputs_get_every_variant_and_the_masters_stay_untouched():
 
 def test_every_variant_keeps_the_structure_the_problem_states():
     sym = (lambda a: (a + a.T) / 2)(torch.rand(32, 32))
-    masters = [torch.tril(torch.rand(32, 32) + 0.1), torch.triu(torch.rand(32, 32) + 0.1),
-               torch.diag(torch.rand(32) + 0.1), sym, spd(32)]
+    masters = [
+        torch.tril(torch.rand(32, 32) + 0.1),
+        torch.triu(torch.rand(32, 32) + 0.1),
+        torch.diag(torch.rand(32) + 0.1),
+        sym,
+        spd(32),
+    ]
     got, _ = variants_of(*masters)
     assert got["mixed signs"][0].lt(0).any()  # something did change sign
     for name, inputs in got.items():

@@ -19,7 +19,8 @@ PROBLEMS, CANDIDATES = DATA / "problems", DATA / "candidates"
 INTERPRETER = {"backend": "gpu", "timed_calls": 3, "warmup_calls": 1, "warmup_s": 0.0}
 
 interpreter_only = pytest.mark.skipif(
-    torch.cuda.is_available(), reason="CUDA present: test_gpu_device.py runs these candidates compiled")
+    torch.cuda.is_available(), reason="CUDA present: test_gpu_device.py runs these candidates compiled"
+)
 
 
 def _check(result: dict, rule: str) -> dict:
@@ -27,12 +28,15 @@ def _check(result: dict, rule: str) -> dict:
 
 
 @interpreter_only
-@pytest.mark.parametrize("problem, candidate, status", [
-    ("add_relu.py", "add_relu_triton.py", "ok"),
-    ("row_softmax.py", "softmax_triton.py", "ok"),
-    ("matmul.py", "matmul_triton.py", "ok"),
-    ("row_softmax.py", "softmax_wrong_mask.py", "mismatch"),
-])
+@pytest.mark.parametrize(
+    "problem, candidate, status",
+    [
+        ("add_relu.py", "add_relu_triton.py", "ok"),
+        ("row_softmax.py", "softmax_triton.py", "ok"),
+        ("matmul.py", "matmul_triton.py", "ok"),
+        ("row_softmax.py", "softmax_wrong_mask.py", "mismatch"),
+    ],
+)
 def test_triton_candidates_on_the_interpreter(monkeypatch, problem, candidate, status):
     monkeypatch.setenv("TRITON_INTERPRET", "1")  # read by the sandbox's env allowlist before triton.jit runs
     ctx = resolve_context(**INTERPRETER)
@@ -51,13 +55,17 @@ def test_triton_candidates_on_the_interpreter(monkeypatch, problem, candidate, s
         assert result["max_abs_diff"] > 1e-3 and "elements differ" in result["message"]
 
 
-@pytest.mark.parametrize("problem, candidate, rule", [
-    ("add_relu.py", "add_relu_side_stream.py", "no_side_streams"),
-    ("matmul.py", "matmul_tf32.py", "no_precision_downgrade"),
-])
+@pytest.mark.parametrize(
+    "problem, candidate, rule",
+    [
+        ("add_relu.py", "add_relu_side_stream.py", "no_side_streams"),
+        ("matmul.py", "matmul_tf32.py", "no_precision_downgrade"),
+    ],
+)
 def test_triton_cheats_are_rejected_before_running(problem, candidate, rule):
-    result = verify_candidate(str(PROBLEMS / problem), (CANDIDATES / candidate).read_text(),
-                              resolve_context(**INTERPRETER))
+    result = verify_candidate(
+        str(PROBLEMS / problem), (CANDIDATES / candidate).read_text(), resolve_context(**INTERPRETER)
+    )
     assert result["status"] == "rejected" and result["message"].startswith(f"rule {rule}:")
     assert result["sandbox"] == {"static": "rejected before any code ran"}
 
@@ -66,15 +74,19 @@ def test_triton_kernel_code_is_not_torch_compute():
     """Inside @triton.jit, `a @ b` and tensor methods are Triton ops; outside they stay torch."""
     from pragma.tools.anticheat import first_failure, static_checks
 
-    kernel = ("import torch\nimport triton\nimport triton.language as tl\n"
-              "@triton.jit\ndef k(a_ptr, o_ptr, BLOCK: tl.constexpr):\n"
-              "    x = tl.load(a_ptr + tl.arange(0, BLOCK)[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :])\n"
-              "    tl.store(o_ptr + tl.arange(0, BLOCK), (x @ x).sum(axis=1))\n"
-              "class ModelNew(torch.nn.Module):\n"
-              "    def forward(self, a):\n        o = torch.empty(16)\n        k[(1,)](a, o, BLOCK=16)\n"
-              "        return o\n")
+    kernel = (
+        "import torch\nimport triton\nimport triton.language as tl\n"
+        "@triton.jit\ndef k(a_ptr, o_ptr, BLOCK: tl.constexpr):\n"
+        "    x = tl.load(a_ptr + tl.arange(0, BLOCK)[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :])\n"
+        "    tl.store(o_ptr + tl.arange(0, BLOCK), (x @ x).sum(axis=1))\n"
+        "class ModelNew(torch.nn.Module):\n"
+        "    def forward(self, a):\n        o = torch.empty(16)\n        k[(1,)](a, o, BLOCK=16)\n"
+        "        return o\n"
+    )
     assert first_failure(static_checks(kernel, "", "gpu")) is None
     outside = kernel.replace("        return o\n", "        return o @ o\n")
     assert first_failure(static_checks(outside, "", "gpu"))["rule"] == "no_torch_compute"
-    assert first_failure(static_checks(kernel.replace("(x @ x)", "x.to(tl.float16)"), "", "gpu"))["rule"] == \
-        "no_precision_downgrade"
+    assert (
+        first_failure(static_checks(kernel.replace("(x @ x)", "x.to(tl.float16)"), "", "gpu"))["rule"]
+        == "no_precision_downgrade"
+    )

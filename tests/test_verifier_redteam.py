@@ -42,12 +42,14 @@ def cases(layer: str) -> list:
             continue
         status, _, rule = expect.partition(" ")
         settings = (_field(text, "settings") or "").split()
-        out.append(pytest.param(path, _problem(_field(text, "problem")), status, rule or None, settings,
-                                id=path.stem))
+        out.append(pytest.param(path, _problem(_field(text, "problem")), status, rule or None, settings, id=path.stem))
     if layer == "static":  # the spine's honest kernels must pass too
         for path in sorted(CANDIDATES.glob("*_fast.py")):
-            out.append(pytest.param(path, EXAMPLES / f"{path.stem.removesuffix('_fast')}.py", "ok", None, [],
-                                    id=f"honest-{path.stem}"))
+            out.append(
+                pytest.param(
+                    path, EXAMPLES / f"{path.stem.removesuffix('_fast')}.py", "ok", None, [], id=f"honest-{path.stem}"
+                )
+            )
     return out
 
 
@@ -59,9 +61,13 @@ def run_verify(data_dir: Path, problem: Path, candidate: Path, extra: list[str])
     # its value must come back in no output, log or result.
     secret = _field(candidate.read_text(), "secret")
     env = pragma_env(data_dir, **({secret: SECRET_MARKER} if secret else {}))
-    proc = subprocess.run([*PRAGMA, "verify", str(problem), str(candidate),
-                           "--json", *QUICK, *extra], env=env, capture_output=True, text=True,
-                          timeout=600)
+    proc = subprocess.run(
+        [*PRAGMA, "verify", str(problem), str(candidate), "--json", *QUICK, *extra],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.stdout.strip(), proc.stderr
     if secret:
         assert SECRET_MARKER not in proc.stdout + proc.stderr, f"{secret} leaked to the candidate"
@@ -127,12 +133,32 @@ def test_redteam_runtime_layer_alone(isolated_data_dir, candidate, problem, stat
 def test_suite_covers_every_hack_named_in_the_issue():
     names = {p.stem for p in ADVERSARIAL.glob("*.py") if not p.stem.startswith("honest")}
     assert len(names) >= 12
-    for hack in ("reuse_freed_output", "mutate_inputs", "zeros_tiny_output", "cache_across_calls",
-                 "background_thread", "patch_timer", "patch_torch", "half_precision", "torch_op",
-                 "try_fallback", "subclass_model", "lazy_tensor", "fork_process", "write_outside", "fill_memory",
-                 # issue 11: the verifier's own code, watched-only behaviour, memos, secrets, libc
-                 "patch_verifier_modules", "switch_after_first_call", "memo_pointer_samples", "read_secrets",
-                 "libc_escape",
-                 # issue 12: right only on the sampled range; a constant scalar
-                 "range_copy_relu", "range_gelu_polynomial", "range_clamped_table", "constant_scalar"):
+    for hack in (
+        "reuse_freed_output",
+        "mutate_inputs",
+        "zeros_tiny_output",
+        "cache_across_calls",
+        "background_thread",
+        "patch_timer",
+        "patch_torch",
+        "half_precision",
+        "torch_op",
+        "try_fallback",
+        "subclass_model",
+        "lazy_tensor",
+        "fork_process",
+        "write_outside",
+        "fill_memory",
+        # issue 11: the verifier's own code, watched-only behaviour, memos, secrets, libc
+        "patch_verifier_modules",
+        "switch_after_first_call",
+        "memo_pointer_samples",
+        "read_secrets",
+        "libc_escape",
+        # issue 12: right only on the sampled range; a constant scalar
+        "range_copy_relu",
+        "range_gelu_polynomial",
+        "range_clamped_table",
+        "constant_scalar",
+    ):
         assert hack in names

@@ -45,22 +45,29 @@ def test_summary_reports_medians_minimums_and_both_speedups():
 
 def ok_result(**over):
     res = empty_result("ok", "fine")
-    res.update(holdout_ok=True, speedup=2.0, speedup_ci=[1.8, 2.2],
-               samples_ms={"reference": [2.0], "candidate": [1.0], "best": [1.5]})
+    res.update(
+        holdout_ok=True,
+        speedup=2.0,
+        speedup_ci=[1.8, 2.2],
+        samples_ms={"reference": [2.0], "candidate": [1.0], "best": [1.5]},
+    )
     res.update(over)
     return res
 
 
-@pytest.mark.parametrize("result, has_best, accepted", [
-    (ok_result(), False, True),  # first correct candidate
-    (ok_result(speedup_vs_best_ci=[1.02, 1.2]), True, True),
-    (ok_result(speedup_vs_best_ci=[0.97, 1.2]), True, False),  # noise must not crown a kernel
-    (ok_result(speedup_vs_best_ci=[0.5, 0.8]), True, False),
-    (ok_result(is_suspicious=True), False, False),
-    (ok_result(holdout_ok=False), False, False),
-    (empty_result("mismatch", "wrong"), False, False),
-    (ok_result(samples_ms={"reference": [2.0], "candidate": [1.0]}, speedup_ci=[1.8, 2.2]), True, True),
-])
+@pytest.mark.parametrize(
+    "result, has_best, accepted",
+    [
+        (ok_result(), False, True),  # first correct candidate
+        (ok_result(speedup_vs_best_ci=[1.02, 1.2]), True, True),
+        (ok_result(speedup_vs_best_ci=[0.97, 1.2]), True, False),  # noise must not crown a kernel
+        (ok_result(speedup_vs_best_ci=[0.5, 0.8]), True, False),
+        (ok_result(is_suspicious=True), False, False),
+        (ok_result(holdout_ok=False), False, False),
+        (empty_result("mismatch", "wrong"), False, False),
+        (ok_result(samples_ms={"reference": [2.0], "candidate": [1.0]}, speedup_ci=[1.8, 2.2]), True, True),
+    ],
+)
 def test_acceptance_rule(result, has_best, accepted):
     decision, reason = _accept(result, has_best, best_speedup=1.5)
     assert decision is accepted, reason
@@ -112,14 +119,18 @@ def test_degenerate_tolerance_detects_outputs_a_constant_would_match():
     assert measure.degenerate_tolerance(torch.randn(1000), 1e-4, 1e-4) is None
 
 
-@pytest.mark.parametrize("candidate, best, accepted", [
-    ("relu_fast.py", "relu_slow.py", True),
-    ("relu_slow.py", "relu_fast.py", False),
-])
+@pytest.mark.parametrize(
+    "candidate, best, accepted",
+    [
+        ("relu_fast.py", "relu_slow.py", True),
+        ("relu_slow.py", "relu_fast.py", False),
+    ],
+)
 def test_head_to_head_against_the_best(isolated_data_dir, candidate, best, accepted):
     ctx = resolve_context(timed_calls=15, warmup_calls=2, warmup_s=0.2)
-    result = verify_candidate(RELU, (CANDIDATES / candidate).read_text(), ctx,
-                              best_code=(CANDIDATES / best).read_text(), best_speedup=1.0)
+    result = verify_candidate(
+        RELU, (CANDIDATES / candidate).read_text(), ctx, best_code=(CANDIDATES / best).read_text(), best_speedup=1.0
+    )
     assert result["status"] == "ok", result["message"]
     assert set(result["samples_ms"]) == {"reference", "candidate", "best"}
     assert all(len(v) == 15 for v in result["samples_ms"].values())

@@ -23,8 +23,10 @@ def _failed(result: dict) -> list[str]:
 
 # A memo keyed on a few sampled input values, switched on only after the first calls (the checks):
 # it returns the stored answer whenever the samples match. Python-level, so the static layer is off.
-SAMPLED_MEMO = RELU_FAST.replace('''    def forward(self, x):
-        x = x.contiguous()''', '''    def forward(self, x):
+SAMPLED_MEMO = RELU_FAST.replace(
+    """    def forward(self, x):
+        x = x.contiguous()""",
+    """    def forward(self, x):
         self.calls = getattr(self, "calls", 0) + 1
         flat = x.reshape(-1)
         key = [float(flat[i]) for i in range(0, flat.numel(), 1_000_003)]
@@ -35,7 +37,8 @@ SAMPLED_MEMO = RELU_FAST.replace('''    def forward(self, x):
         return self.out.clone()
 
     def _compute(self, x):
-        x = x.contiguous()''')
+        x = x.contiguous()""",
+)
 
 
 @pytest.mark.parametrize("fresh", [True, False])
@@ -69,8 +72,10 @@ def test_audited_and_recorded_calls_are_listed(isolated_data_dir):
 
 # Leaves a grandchild in its own session (outside the runner's process group, so SIGSTOP of the
 # group does not reach it) that burns CPU during the timed rounds.
-ESCAPED_BURNER = RELU_FAST.replace('''    def forward(self, x):
-        x = x.contiguous()''', '''    def forward(self, x):
+ESCAPED_BURNER = RELU_FAST.replace(
+    """    def forward(self, x):
+        x = x.contiguous()""",
+    """    def forward(self, x):
         import os, time
         self.calls = getattr(self, "calls", 0) + 1
         if self.calls == 12 and os.fork() == 0:  # past the correctness calls (trials, probes, stress)
@@ -80,7 +85,8 @@ ESCAPED_BURNER = RELU_FAST.replace('''    def forward(self, x):
                 while time.time() < end:
                     pass
             os._exit(0)
-        x = x.contiguous()''')
+        x = x.contiguous()""",
+)
 
 
 def test_cpu_burnt_beside_the_timed_calls_is_a_noisy_neighbour(isolated_data_dir):
@@ -104,6 +110,7 @@ def test_the_head_to_head_reports_its_extra_batches(isolated_data_dir):
 
 
 # --- pure parts --------------------------------------------------------------------------------
+
 
 def test_fresh_inputs_keep_structure_values_and_integers():
     gen = torch.Generator().manual_seed(0)
@@ -158,6 +165,7 @@ def test_runners_hold_no_capabilities(isolated_data_dir):
 
 # --- the pre-started judge ---------------------------------------------------------------------
 
+
 def test_verifications_fork_their_judge_from_one_prestarted_process(isolated_data_dir):
     from pragma.tools import sandbox
 
@@ -176,7 +184,9 @@ def test_verifications_fork_their_judge_from_one_prestarted_process(isolated_dat
 
 # An interval timer whose C signal handler burns CPU (found through sigaction, no Python in sight):
 # before v2 it slowed the reference timed in the same process (2.5-2.7x against its twin's 1.0x).
-TIMER_NEIGHBOUR = RELU_FAST.replace('''_lib = load_cpp(CPP_SOURCE, name="relu")''', '''_lib = load_cpp(CPP_SOURCE, name="relu")
+TIMER_NEIGHBOUR = RELU_FAST.replace(
+    """_lib = load_cpp(CPP_SOURCE, name="relu")""",
+    '''_lib = load_cpp(CPP_SOURCE, name="relu")
 _noise = load_cpp(r"""
 #include <csignal>
 #include <sys/time.h>
@@ -190,7 +200,8 @@ extern "C" void install_noise() {
     setitimer(ITIMER_REAL, &t, nullptr);
 }
 """, name="noise")
-_noise.install_noise()''')
+_noise.install_noise()''',
+)
 
 
 def test_an_interval_timer_in_the_candidate_cannot_slow_the_reference(isolated_data_dir):
@@ -200,4 +211,7 @@ def test_an_interval_timer_in_the_candidate_cannot_slow_the_reference(isolated_d
     assert twin["status"] == "ok", twin["message"]
     assert noisy["status"] != "ok" or noisy["speedup"] <= 1.3 * twin["speedup"], (noisy["speedup"], twin["speedup"])
     if noisy["status"] == "ok":  # the handler runs in the candidate's own calls only
-        assert noisy["ref_runtime_ms"] <= 1.3 * twin["ref_runtime_ms"], (noisy["ref_runtime_ms"], twin["ref_runtime_ms"])
+        assert noisy["ref_runtime_ms"] <= 1.3 * twin["ref_runtime_ms"], (
+            noisy["ref_runtime_ms"],
+            twin["ref_runtime_ms"],
+        )

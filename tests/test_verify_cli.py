@@ -8,24 +8,42 @@ import time
 import pytest
 from conftest import CANDIDATES, EXAMPLES, pragma_env
 
-REQUIRED = ("status", "message", "speedup", "runtime_ms", "ref_runtime_ms", "max_abs_diff",
-            "checks", "speedup_ci", "samples_ms", "sandbox", "is_new_best")
+REQUIRED = (
+    "status",
+    "message",
+    "speedup",
+    "runtime_ms",
+    "ref_runtime_ms",
+    "max_abs_diff",
+    "checks",
+    "speedup_ci",
+    "samples_ms",
+    "sandbox",
+    "is_new_best",
+)
 
 
 def verify(data_dir, candidate, *extra, problem=EXAMPLES / "relu.py"):
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "pragma.graph.cli", "verify", str(problem), str(candidate),
-                           "--json", *extra], env=pragma_env(data_dir), capture_output=True, text=True,
-                          timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pragma.graph.cli", "verify", str(problem), str(candidate), "--json", *extra],
+        env=pragma_env(data_dir),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     return proc, time.monotonic() - start
 
 
-@pytest.mark.parametrize("name, code, status", [
-    ("relu_fast.py", 0, "ok"),
-    ("relu_compile_error.py", 1, "compile_error"),
-    ("relu_wrong.py", 1, "mismatch"),
-    ("relu_segfault.py", 1, "runtime_error"),
-])
+@pytest.mark.parametrize(
+    "name, code, status",
+    [
+        ("relu_fast.py", 0, "ok"),
+        ("relu_compile_error.py", 1, "compile_error"),
+        ("relu_wrong.py", 1, "mismatch"),
+        ("relu_segfault.py", 1, "runtime_error"),
+    ],
+)
 def test_verify_exit_code_and_json(isolated_data_dir, name, code, status):
     proc, _ = verify(isolated_data_dir, CANDIDATES / name)
     assert proc.returncode == code, proc.stderr
@@ -57,15 +75,23 @@ def test_verify_kills_a_hanging_kernel(isolated_data_dir):
         assert str(isolated_data_dir) not in leftover.stdout
 
 
-@pytest.mark.parametrize("args, message", [
-    (["/nonexistent/problem.py", str(CANDIDATES / "relu_fast.py")], "problem file not found"),
-    ([str(EXAMPLES / "relu.py"), "/nonexistent/cand.py"], "candidate file not found"),
-    ([str(CANDIDATES / "relu_fast.py"), str(CANDIDATES / "relu_fast.py")], "missing Model"),
-    ([str(EXAMPLES / "relu.py"), str(CANDIDATES / "relu_fast.py"), "--set", "bogus=1"], "--set expects"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["/nonexistent/problem.py", str(CANDIDATES / "relu_fast.py")], "problem file not found"),
+        ([str(EXAMPLES / "relu.py"), "/nonexistent/cand.py"], "candidate file not found"),
+        ([str(CANDIDATES / "relu_fast.py"), str(CANDIDATES / "relu_fast.py")], "missing Model"),
+        ([str(EXAMPLES / "relu.py"), str(CANDIDATES / "relu_fast.py"), "--set", "bogus=1"], "--set expects"),
+    ],
+)
 def test_verify_bad_invocation_is_one_line_exit_2(isolated_data_dir, args, message):
-    proc = subprocess.run([sys.executable, "-m", "pragma.graph.cli", "verify", *args],
-                          env=pragma_env(isolated_data_dir), capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pragma.graph.cli", "verify", *args],
+        env=pragma_env(isolated_data_dir),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert message in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
@@ -73,16 +99,23 @@ def test_verify_bad_invocation_is_one_line_exit_2(isolated_data_dir, args, messa
 
 def test_reference_that_fails_is_a_problem_error(isolated_data_dir, tmp_path):
     broken = tmp_path / "broken.py"
-    broken.write_text("import torch\nclass Model(torch.nn.Module):\n    def __init__(self):\n"
-                      "        raise ValueError('bad reference')\n"
-                      "def get_inputs():\n    return []\ndef get_init_inputs():\n    return []\n")
+    broken.write_text(
+        "import torch\nclass Model(torch.nn.Module):\n    def __init__(self):\n"
+        "        raise ValueError('bad reference')\n"
+        "def get_inputs():\n    return []\ndef get_init_inputs():\n    return []\n"
+    )
     proc, _ = verify(isolated_data_dir, CANDIDATES / "relu_fast.py", problem=broken)
     assert proc.returncode == 2 and "bad reference" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_optimize_without_llm_names_the_settings(isolated_data_dir):
-    proc = subprocess.run([sys.executable, "-m", "pragma.graph.cli", "optimize", str(EXAMPLES / "relu.py")],
-                          env=pragma_env(isolated_data_dir), capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pragma.graph.cli", "optimize", str(EXAMPLES / "relu.py")],
+        env=pragma_env(isolated_data_dir),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert "PRAGMA_CODER_MODEL" in proc.stderr and "PRAGMA_LLM_BASE_URL" in proc.stderr
     assert "Traceback" not in proc.stderr

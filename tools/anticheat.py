@@ -36,186 +36,296 @@ def _rule(name: str, layers: tuple[str, ...], rationale: str) -> str:
 # --- the rules, each with why it exists -------------------------------------------------------
 
 NO_TORCH_COMPUTE = _rule(
-    "no_torch_compute", ("static", "runtime"),
+    "no_torch_compute",
+    ("static", "runtime"),
     "The kernel must do the work. Calling the PyTorch op it replaces (or any torch compute: "
     "functional ops, tensor math methods, operators on tensors, nn layers' forward) times PyTorch "
     "against itself and hides a slow or absent kernel. Allowed glue: allocation (empty*, zeros*, "
     "ones*, full*, tensor), views and shape bookkeeping (view, reshape, contiguous, size, stride, "
     "permute, ...), clone/copy_ and dtype up-casts. At runtime every aten op the forward dispatches "
-    "is recorded and anything outside that glue set is a violation.")
+    "is recorded and anything outside that glue set is a violation.",
+)
 NO_LIBRARY_COMPUTE = _rule(
-    "no_library_compute", ("static",),
+    "no_library_compute",
+    ("static",),
     "numpy, scipy, numba, jax and similar libraries are someone else's kernels; using them for "
-    "the work measures that library, not the candidate.")
+    "the work measures that library, not the candidate.",
+)
 HAS_COMPILED_KERNEL = _rule(
-    "has_compiled_kernel", ("static",),
+    "has_compiled_kernel",
+    ("static",),
     "A candidate without a compiled kernel (pragma_cext.load_cpp, load_inline or "
     "cpp_extension.load; with backend=gpu a @triton.jit function) can only be computing with torch "
-    "or returning something precomputed.")
+    "or returning something precomputed.",
+)
 COMPILED_CODE_RAN = _rule(
-    "compiled_code_ran", ("runtime",),
+    "compiled_code_ran",
+    ("runtime",),
     "Building a kernel proves nothing if forward never calls it: every call into the candidate's "
-    "own libraries during the correctness trials is counted and at least one is required.")
+    "own libraries during the correctness trials is counted and at least one is required.",
+)
 NO_TRY_FALLBACK = _rule(
-    "no_try_fallback", ("static",),
+    "no_try_fallback",
+    ("static",),
     "An except branch that swallows the kernel's failure and answers another way (usually with "
-    "torch) turns a broken kernel into a passing one. Handlers must re-raise.")
+    "torch) turns a broken kernel into a passing one. Handlers must re-raise.",
+)
 NO_REFERENCE_MODEL = _rule(
-    "no_reference_model", ("static", "runtime"),
+    "no_reference_model",
+    ("static", "runtime"),
     "Subclassing, copying or reaching for the reference Model runs the reference's own forward. "
     "Statically: no class named Model, no base named Model, no access to the problem module; at "
-    "runtime: ModelNew and its submodules must not be instances of the problem's Model.")
+    "runtime: ModelNew and its submodules must not be instances of the problem's Model.",
+)
 NO_THREADS_OR_PROCESSES = _rule(
-    "no_threads_or_processes", ("static", "runtime"),
+    "no_threads_or_processes",
+    ("static", "runtime"),
     "Work done on a thread or process after forward returns escapes the timer, and a process left "
     "behind keeps using the machine. OpenMP is allowed (its team joins before the region ends). "
-    "Runtime: no new Python threads alive and no child processes after a call.")
+    "Runtime: no new Python threads alive and no child processes after a call.",
+)
 NO_MONKEYPATCHING = _rule(
-    "no_monkeypatching", ("static", "runtime"),
+    "no_monkeypatching",
+    ("static", "runtime"),
     "Replacing time.perf_counter, torch functions, Tensor methods or environment variables changes "
     "what the verifier measures or compares. Runtime: the identities of time, torch, torch.Tensor, "
     "torch.nn.functional, nn.Module and builtins attributes are snapshotted before the candidate "
-    "loads and compared after every phase (the verifier also keeps its own timer references).")
+    "loads and compared after every phase (the verifier also keeps its own timer references).",
+)
 NO_INTROSPECTION = _rule(
-    "no_introspection", ("static",),
+    "no_introspection",
+    ("static",),
     "gc, inspect, frames, sys.modules and builtins let a candidate find the reference output, the "
-    "held-out seed or the verifier's state in memory.")
+    "held-out seed or the verifier's state in memory.",
+)
 NO_DYNAMIC_CODE = _rule(
-    "no_dynamic_code", ("static",),
+    "no_dynamic_code",
+    ("static",),
     "eval/exec/compile, importlib and getattr with a computed name hide which functions are called "
-    "from every static rule.")
+    "from every static rule.",
+)
 NO_TENSOR_SUBCLASS = _rule(
-    "no_tensor_subclass", ("static",),
+    "no_tensor_subclass",
+    ("static",),
     "A torch.Tensor subclass (or __torch_function__/__torch_dispatch__ override) can compute lazily "
-    "when the verifier reads it, or lie to comparisons, so the timed call does no work.")
+    "when the verifier reads it, or lie to comparisons, so the timed call does no work.",
+)
 PLAIN_DENSE_OUTPUT = _rule(
-    "plain_dense_output", ("runtime",),
+    "plain_dense_output",
+    ("runtime",),
     "Outputs must be exactly torch.Tensor, strided, without lazy conjugate/negative bits: anything "
-    "else can defer work past the timer or behave differently under comparison.")
+    "else can defer work past the timer or behave differently under comparison.",
+)
 NO_PRECISION_DOWNGRADE = _rule(
-    "no_precision_downgrade", ("static", "runtime"),
+    "no_precision_downgrade",
+    ("static", "runtime"),
     "Computing an fp32 problem in fp16/bf16 is faster and often passes loose checks on friendly "
     "data, but it is a different, less accurate operator. Skipped when the problem itself uses "
-    "half precision. Runtime: no conversion to fp16/bf16 dispatched in forward.")
+    "half precision. Runtime: no conversion to fp16/bf16 dispatched in forward.",
+)
 NO_FAST_MATH = _rule(
-    "no_fast_math", ("static",),
+    "no_fast_math",
+    ("static",),
     "-ffast-math/-Ofast (flags or #pragma/attribute optimize) links crtfastmath.o, which turns on "
     "flush-to-zero and denormals-are-zero for the whole process (the reference included, so both "
     "sides change together), and allows reassociation and NaN/Inf assumptions the reference does "
-    "not make.")
+    "not make.",
+)
 FP_ENVIRONMENT = _rule(
-    "fp_environment", ("static", "runtime"),
+    "fp_environment",
+    ("static", "runtime"),
     "The floating-point environment is shared by the whole process: if loading or calling the "
     "candidate flushes denormals (crtfastmath, torch.set_flush_denormal), the reference's results "
-    "change too and the comparison is no longer against the real operator.")
+    "change too and the comparison is no longer against the real operator.",
+)
 NO_FILESYSTEM_WRITES = _rule(
-    "no_filesystem_writes", ("static", "sandbox"),
+    "no_filesystem_writes",
+    ("static", "sandbox"),
     "A kernel needs no files (load_cpp writes the build). Writes could plant libraries in the "
     "shared build cache, tamper with results or fill the disk. The sandbox enforces it: Landlock "
-    "allows writes only in the private directory and the build cache.")
+    "allows writes only in the private directory and the build cache.",
+)
 NO_NETWORK = _rule(
-    "no_network", ("static", "sandbox"),
+    "no_network",
+    ("static", "sandbox"),
     "Candidate code has no reason to talk to the network; it could fetch precomputed answers or "
-    "leak data. The sandbox runs it in a network namespace (and Landlock denies TCP).")
+    "leak data. The sandbox runs it in a network namespace (and Landlock denies TCP).",
+)
 NO_STATE_ACROSS_CALLS = _rule(
-    "no_state_across_calls", ("static",),
+    "no_state_across_calls",
+    ("static",),
     "Timing repeats the same inputs, so a forward that remembers results (self attributes set "
     "outside __init__, module-level caches, global, lru_cache) wins by memoization and goes stale "
-    "when inputs change.")
+    "when inputs change.",
+)
 INPUTS_UNMODIFIED = _rule(
-    "inputs_unmodified", ("runtime",),
+    "inputs_unmodified",
+    ("runtime",),
     "A kernel that writes into its inputs (in-place ReLU) corrupts the caller's data and makes "
-    "later calls cheaper or wrong; inputs are compared bit for bit after every call.")
+    "later calls cheaper or wrong; inputs are compared bit for bit after every call.",
+)
 FRESH_OUTPUT = _rule(
-    "fresh_output", ("runtime",),
+    "fresh_output",
+    ("runtime",),
     "Every call must return new memory: an output overlapping an input, the reference's output or "
-    "an earlier output (kept alive on purpose) is a cached or aliased result.")
+    "an earlier output (kept alive on purpose) is a cached or aliased result.",
+)
 OUTPUT_STABLE = _rule(
-    "output_stable", ("runtime",),
+    "output_stable",
+    ("runtime",),
     "The output is snapshotted the moment forward returns and compared again later: if it changes, "
-    "work is still running after the timer stopped.")
+    "work is still running after the timer stopped.",
+)
 STATELESS = _rule(
-    "stateless", ("runtime",),
+    "stateless",
+    ("runtime",),
     "The same input buffers refilled with new values must give the new correct answer; a cache "
-    "keyed on addresses or shapes returns the old one.")
+    "keyed on addresses or shapes returns the old one.",
+)
 DETERMINISTIC = _rule(
-    "deterministic", ("runtime",),
+    "deterministic",
+    ("runtime",),
     "Two calls on the same inputs should agree bit for bit. Differences within tolerance (e.g. "
-    "atomics in a parallel reduction) are reported as a warning, not rejected.")
+    "atomics in a parallel reduction) are reported as a warning, not rejected.",
+)
 THREAD_BUDGET = _rule(
-    "thread_budget", ("static", "runtime", "timing"),
+    "thread_budget",
+    ("static", "runtime", "timing"),
     "Reference and candidate are compared at the same thread count: the candidate must not change "
     "torch's thread count, start more OS threads than its OpenMP team allows, or burn more CPU "
-    "time than num_threads cores over its timed calls.")
+    "time than num_threads cores over its timed calls.",
+)
 TOLERANCE_DISCRIMINATES = _rule(
-    "tolerance_discriminates", ("problem",),
+    "tolerance_discriminates",
+    ("problem",),
     "If one fixed output (all zeros, a constant, any tensor that ignores the inputs) passes the "
     "tolerance against every reference output the verifier compared, correctness proves nothing; "
     "the problem/tolerance pair is rejected and reported instead of accepting any kernel. Judged "
     "across the trials and the stress variants together, so a scalar loss (nearly constant on "
-    "inputs of one range) is decidable.")
+    "inputs of one range) is decidable.",
+)
 STRESS_INPUTS = _rule(
-    "stress_inputs", ("runtime",),
+    "stress_inputs",
+    ("runtime",),
     "Most problems draw inputs from one range (torch.rand: [0, 1)); a kernel right only there (a "
     "copy for ReLU, a polynomial fitted on [0, 1)) passes every trial. The candidate is also "
     "compared on the last trial's inputs negated, scaled by 1e-3 and 1e3 and with mixed signs, "
     "keeping what the problem states (integer, discrete, probability, symmetric, triangular, "
     "diagonal, positive-definite inputs keep their structure; tools/stress.py). A variant whose "
-    "reference output is not finite is skipped and listed with the reason.")
+    "reference output is not finite is skipped and listed with the reason.",
+)
 SPEEDUP_PLAUSIBLE = _rule(
-    "speedup_plausible", ("timing",),
+    "speedup_plausible",
+    ("timing",),
     "A kernel must move at least its inputs and outputs through memory once; a time below that "
     "traffic at the machine's measured bandwidth (with slack) is physically implausible and is "
-    "flagged as suspicious (never crowned as a new best).")
+    "flagged as suspicious (never crowned as a new best).",
+)
 NO_SIDE_STREAMS = _rule(
-    "no_side_streams", ("static", "runtime"),
+    "no_side_streams",
+    ("static", "runtime"),
     "On a GPU, work launched on another CUDA stream is not ordered with the verifier's events: the "
     "timer stops while it still runs. Statically: no torch.cuda stream objects or stream switches; at "
     "runtime: every Triton launch during the checks uses the current stream, and the output is final "
-    "when forward returns. Timing also synchronizes the whole device before its end event.")
+    "when forward returns. Timing also synchronizes the whole device before its end event.",
+)
 NOISY_NEIGHBOUR = _rule(
-    "noisy_neighbour", ("timing",),
+    "noisy_neighbour",
+    ("timing",),
     "While another implementation is timed, the candidate's (and the best's) process group is "
     "stopped, so nothing it installed (interval timers, signal handlers, C threads, children) can "
     "slow the reference down. Any CPU time its runner, or a process it left outside its group, "
-    "accrues over the other implementations' calls (read from /proc by the judge) rejects it.")
+    "accrues over the other implementations' calls (read from /proc by the judge) rejects it.",
+)
 AUDITED_CALLS = _rule(
-    "audited_calls", ("timing",),
+    "audited_calls",
+    ("timing",),
     "Timed calls run on inputs that change between calls (a few random elements, structure kept) "
     "and the outputs of randomly chosen timed calls are compared with the reference's on the same "
     "inputs, in the judge, after the call returned: a memo, a stale cache or a kernel that behaves "
-    "differently after the first calls fails on a call it could not know was checked.")
+    "differently after the first calls fails on a call it could not know was checked.",
+)
 MEMORY_LIMIT = _rule(
-    "memory_limit", ("sandbox",),
+    "memory_limit",
+    ("sandbox",),
     "Address space is limited per sandbox (memory_limit_bytes) so a candidate that fills memory "
-    "fails alone instead of taking the machine down.")
+    "fails alone instead of taking the machine down.",
+)
 
 
 # --- static layer -----------------------------------------------------------------------------
 
 # Most specific first: the first failing rule names the rejection, and a pasted reference Model
 # or a try/except fallback also calls torch, which is the less telling finding.
-_SPECIFIC_FIRST = ("no_reference_model", "no_try_fallback", "no_tensor_subclass", "no_monkeypatching",
-                   "no_introspection", "no_dynamic_code", "no_network", "no_filesystem_writes",
-                   "no_threads_or_processes", "no_side_streams", "no_state_across_calls", "no_fast_math", "fp_environment",
-                   "no_precision_downgrade", "thread_budget", "no_library_compute")
-STATIC_RULES = tuple(sorted((name for name, r in RULES.items() if "static" in r.layers),
-                            key=lambda n: _SPECIFIC_FIRST.index(n) if n in _SPECIFIC_FIRST else len(_SPECIFIC_FIRST)))
+_SPECIFIC_FIRST = (
+    "no_reference_model",
+    "no_try_fallback",
+    "no_tensor_subclass",
+    "no_monkeypatching",
+    "no_introspection",
+    "no_dynamic_code",
+    "no_network",
+    "no_filesystem_writes",
+    "no_threads_or_processes",
+    "no_side_streams",
+    "no_state_across_calls",
+    "no_fast_math",
+    "fp_environment",
+    "no_precision_downgrade",
+    "thread_budget",
+    "no_library_compute",
+)
+STATIC_RULES = tuple(
+    sorted(
+        (name for name, r in RULES.items() if "static" in r.layers),
+        key=lambda n: _SPECIFIC_FIRST.index(n) if n in _SPECIFIC_FIRST else len(_SPECIFIC_FIRST),
+    )
+)
 
 # torch functions that allocate, describe or build; everything else under torch.* is compute.
-TORCH_ALLOWED_CALLS = frozenset({
-    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full",
-    "full_like", "tensor", "as_tensor", "from_numpy", "frombuffer", "Size", "device", "dtype", "finfo", "iinfo",
-    "no_grad", "inference_mode", "is_tensor", "get_num_threads", "numel", "manual_seed",
-    "utils.cpp_extension.load_inline", "utils.cpp_extension.load", "nn.Module", "nn.Parameter",
-    "nn.ParameterList", "nn.ModuleList", "nn.ModuleDict", "nn.init.calculate_gain",
-})
+TORCH_ALLOWED_CALLS = frozenset(
+    {
+        "empty",
+        "empty_like",
+        "empty_strided",
+        "zeros",
+        "zeros_like",
+        "ones",
+        "ones_like",
+        "full",
+        "full_like",
+        "tensor",
+        "as_tensor",
+        "from_numpy",
+        "frombuffer",
+        "Size",
+        "device",
+        "dtype",
+        "finfo",
+        "iinfo",
+        "no_grad",
+        "inference_mode",
+        "is_tensor",
+        "get_num_threads",
+        "numel",
+        "manual_seed",
+        "utils.cpp_extension.load_inline",
+        "utils.cpp_extension.load",
+        "nn.Module",
+        "nn.Parameter",
+        "nn.ParameterList",
+        "nn.ModuleList",
+        "nn.ModuleDict",
+        "nn.init.calculate_gain",
+    }
+)
 # nn layers may be constructed (to hold weights that match the reference's initialisation);
 # calling them in forward is caught at runtime. Everything in torch.nn.init initialises weights.
 _NN_LAYER = re.compile(r"^nn\.[A-Z]\w*$|^nn\.init\.\w+$")
 
 # Tensor methods that compute. Views, shape bookkeeping, clone/copy_ and fill_/zero_ are glue.
-TENSOR_COMPUTE_METHODS = frozenset("""
+TENSOR_COMPUTE_METHODS = frozenset(
+    """
 abs abs_ absolute acos acosh add add_ addbmm addcdiv addcmul addmm addmv addr all allclose amax
 amin aminmax angle any argmax argmin argsort asin asinh atan atan2 atanh baddbmm bernoulli bmm
 ceil cholesky clamp clamp_ clamp_max clamp_min clip clip_ conv1d conv2d conv3d cos cosh count_nonzero
@@ -233,21 +343,67 @@ round rsqrt scatter scatter_ scatter_add scatter_add_ scatter_reduce sgn sigmoid
 signbit sin sinc sinh slogdet softmax sort sqrt sqrt_ square std sub sub_ subtract sum svd t_ tan
 tanh tanh_ tensordot tile topk trace trapz triangular_solve tril triu true_divide trunc unique
 unique_consecutive var vdot where xlogy
-""".split())
+""".split()
+)
 
 # Calls whose result is the candidate's compiled library; method calls on it are the kernel.
-LOADERS = frozenset({"pragma_cext.load_cpp", "pragma_cext.build_cpp", "torch.utils.cpp_extension.load_inline",
-                     "torch.utils.cpp_extension.load", "ctypes.CDLL", "ctypes.cdll.LoadLibrary"})
-KERNEL_BUILDERS = frozenset({"pragma_cext.load_cpp", "torch.utils.cpp_extension.load_inline",
-                             "torch.utils.cpp_extension.load"})
+LOADERS = frozenset(
+    {
+        "pragma_cext.load_cpp",
+        "pragma_cext.build_cpp",
+        "torch.utils.cpp_extension.load_inline",
+        "torch.utils.cpp_extension.load",
+        "ctypes.CDLL",
+        "ctypes.cdll.LoadLibrary",
+    }
+)
+KERNEL_BUILDERS = frozenset(
+    {"pragma_cext.load_cpp", "torch.utils.cpp_extension.load_inline", "torch.utils.cpp_extension.load"}
+)
 
 _IMPORT_RULES = {
-    NO_THREADS_OR_PROCESSES: {"threading", "_thread", "multiprocessing", "concurrent", "subprocess",
-                              "asyncio", "pty", "signal", "sched"},
-    NO_NETWORK: {"socket", "ssl", "urllib", "http", "requests", "httpx", "aiohttp", "ftplib",
-                 "smtplib", "telnetlib", "xmlrpc", "websocket", "websockets"},
-    NO_LIBRARY_COMPUTE: {"numpy", "scipy", "numba", "jax", "jaxlib", "tensorflow", "cupy", "sklearn",
-                         "pandas", "torchvision", "torchaudio", "xformers", "mkl", "onnxruntime"},
+    NO_THREADS_OR_PROCESSES: {
+        "threading",
+        "_thread",
+        "multiprocessing",
+        "concurrent",
+        "subprocess",
+        "asyncio",
+        "pty",
+        "signal",
+        "sched",
+    },
+    NO_NETWORK: {
+        "socket",
+        "ssl",
+        "urllib",
+        "http",
+        "requests",
+        "httpx",
+        "aiohttp",
+        "ftplib",
+        "smtplib",
+        "telnetlib",
+        "xmlrpc",
+        "websocket",
+        "websockets",
+    },
+    NO_LIBRARY_COMPUTE: {
+        "numpy",
+        "scipy",
+        "numba",
+        "jax",
+        "jaxlib",
+        "tensorflow",
+        "cupy",
+        "sklearn",
+        "pandas",
+        "torchvision",
+        "torchaudio",
+        "xformers",
+        "mkl",
+        "onnxruntime",
+    },
     NO_INTROSPECTION: {"gc", "inspect", "builtins", "__builtin__", "traceback", "dis", "tracemalloc"},
     NO_DYNAMIC_CODE: {"importlib", "runpy", "code", "codeop", "pickle", "marshal", "dill"},
     NO_MONKEYPATCHING: {"unittest", "mock"},
@@ -255,21 +411,49 @@ _IMPORT_RULES = {
     NO_REFERENCE_MODEL: {"pragma_problem"},
     NO_TENSOR_SUBCLASS: {"torch.overrides", "torch.utils._python_dispatch", "torch._C", "torch._subclasses"},
 }
-_PROCESS_CALLS = re.compile(r"^os\.(fork|forkpty|system|popen|spawn\w*|exec\w*|posix_spawn\w*|kill|killpg|"
-                            r"setsid|daemon|register_at_fork)$")
-_FILE_CALLS = re.compile(r"^os\.(remove|unlink|rename|renames|replace|makedirs|mkdir|rmdir|removedirs|"
-                         r"symlink|link|chmod|chown|truncate|mkfifo|mknod|utime|write|pwrite)$")
-_PATH_WRITE_METHODS = frozenset({"write_text", "write_bytes", "unlink", "mkdir", "rmdir", "touch",
-                                 "symlink_to", "hardlink_to", "chmod"})
-_INTROSPECTION_ATTRS = frozenset({"_getframe", "settrace", "setprofile", "__builtins__",
-                                  "__globals__", "__subclasses__", "f_back", "f_locals", "f_globals",
-                                  "tb_frame", "gi_frame", "cr_frame", "__code__", "pythonapi",
-                                  "_current_frames"})
+_PROCESS_CALLS = re.compile(
+    r"^os\.(fork|forkpty|system|popen|spawn\w*|exec\w*|posix_spawn\w*|kill|killpg|"
+    r"setsid|daemon|register_at_fork)$"
+)
+_FILE_CALLS = re.compile(
+    r"^os\.(remove|unlink|rename|renames|replace|makedirs|mkdir|rmdir|removedirs|"
+    r"symlink|link|chmod|chown|truncate|mkfifo|mknod|utime|write|pwrite)$"
+)
+_PATH_WRITE_METHODS = frozenset(
+    {"write_text", "write_bytes", "unlink", "mkdir", "rmdir", "touch", "symlink_to", "hardlink_to", "chmod"}
+)
+_INTROSPECTION_ATTRS = frozenset(
+    {
+        "_getframe",
+        "settrace",
+        "setprofile",
+        "__builtins__",
+        "__globals__",
+        "__subclasses__",
+        "f_back",
+        "f_locals",
+        "f_globals",
+        "tb_frame",
+        "gi_frame",
+        "cr_frame",
+        "__code__",
+        "pythonapi",
+        "_current_frames",
+    }
+)
 _HALF_DTYPES = frozenset({"torch.float16", "torch.half", "torch.bfloat16"})
 _TRITON_HALF = re.compile(r"^triton\.language\.(float16|bfloat16|float8\w*)$")
-_STREAM_CALLS = frozenset({"torch.cuda.Stream", "torch.cuda.stream", "torch.cuda.set_stream",
-                           "torch.cuda.ExternalStream", "torch.cuda.StreamContext", "torch.Stream",
-                           "torch.cuda.streams.Stream"})
+_STREAM_CALLS = frozenset(
+    {
+        "torch.cuda.Stream",
+        "torch.cuda.stream",
+        "torch.cuda.set_stream",
+        "torch.cuda.ExternalStream",
+        "torch.cuda.StreamContext",
+        "torch.Stream",
+        "torch.cuda.streams.Stream",
+    }
+)
 
 
 def _tf32_dot(node: ast.Call) -> str | None:
@@ -282,29 +466,36 @@ def _tf32_dot(node: ast.Call) -> str | None:
     if precision is None and isinstance(allow, ast.Constant) and allow.value is False:
         return None
     if precision is None and allow is None:
-        return ("tl.dot without input_precision='ieee' computes fp32 inputs in TF32 (10-bit mantissa) "
-                "on NVIDIA GPUs")
+        return "tl.dot without input_precision='ieee' computes fp32 inputs in TF32 (10-bit mantissa) on NVIDIA GPUs"
     return f"tl.dot with {ast.unparse(precision if precision is not None else allow)} computes in TF32"
-_MUTATING_METHODS = frozenset({"append", "extend", "insert", "update", "setdefault", "add",
-                               "__setitem__", "appendleft"})
+
+
+_MUTATING_METHODS = frozenset(
+    {"append", "extend", "insert", "update", "setdefault", "add", "__setitem__", "appendleft"}
+)
 
 # C++ (comments stripped). Namespaced/member calls (std::remove, obj.open) are not the libc ones.
 _CPP_RULES = {
     NO_THREADS_OR_PROCESSES: re.compile(
         r"\bstd::(thread|jthread|async)\b|\bpthread_create\b|"
-        r"(?<![\w:.>])(v?fork|clone|system|popen|execl|execlp|execle|execv|execvp|execvpe|posix_spawnp?|daemon)\s*\("),
+        r"(?<![\w:.>])(v?fork|clone|system|popen|execl|execlp|execle|execv|execvp|execvpe|posix_spawnp?|daemon)\s*\("
+    ),
     NO_FILESYSTEM_WRITES: re.compile(
         r"(?<![\w:.>])(fopen|freopen|open|openat|creat|unlink|remove|rename|mkdir|rmdir|truncate|"
-        r"symlink|link)\s*\(|std::(ofstream|fstream|filesystem)\b"),
+        r"symlink|link)\s*\(|std::(ofstream|fstream|filesystem)\b"
+    ),
     NO_NETWORK: re.compile(r"(?<![\w:.>])(socket|connect|getaddrinfo)\s*\("),
     NO_FAST_MATH: re.compile(r"fast-math|Ofast|unsafe-math|finite-math-only|associative-math|reciprocal-math"),
     THREAD_BUDGET: re.compile(r"\bomp_set_num_threads\b|\b(setenv|putenv)\s*\("),
     NO_PRECISION_DOWNGRADE: re.compile(
         r"\b(_Float16|__fp16|__bf16|float16_t|bfloat16_t|__half|__nv_bfloat16)\b|"
-        r"\b(at|c10)::(Half|BFloat16)\b|cvtps_ph|cvtneps|cvtne2ps|dpbf16"),
+        r"\b(at|c10)::(Half|BFloat16)\b|cvtps_ph|cvtneps|cvtne2ps|dpbf16"
+    ),
 }
-_BAD_FLAG = re.compile(r"^-(ffast-math|Ofast|funsafe-math-optimizations|ffinite-math-only|"
-                       r"fassociative-math|freciprocal-math|fno-signed-zeros|fno-trapping-math)$")
+_BAD_FLAG = re.compile(
+    r"^-(ffast-math|Ofast|funsafe-math-optimizations|ffinite-math-only|"
+    r"fassociative-math|freciprocal-math|fno-signed-zeros|fno-trapping-math)$"
+)
 _CPP_HINT = re.compile(r"#include|extern\s+\"C\"|\bint64_t\b|\bvoid\s+\w+\s*\(")
 _CPP_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _HALF_PROBLEM = re.compile(r"float16|bfloat16|\.half\(|torch\.half|bf16")
@@ -343,8 +534,11 @@ class _Scanner(ast.NodeVisitor):
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.module_names.add(node.name)  # function attributes can hold a cache too
-            targets = node.targets if isinstance(node, ast.Assign) else (
-                [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else ([node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
+            )
             for t in targets:
                 for n in ast.walk(t):
                     if isinstance(n, ast.Name):
@@ -381,7 +575,8 @@ class _Scanner(ast.NodeVisitor):
     def _in_stateful_method(self) -> bool:
         """Inside a function that runs per call (anything but __init__ / module level)."""
         return bool(self._func_stack) and not any(
-            isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == "__init__" for f in self._func_stack)
+            isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == "__init__" for f in self._func_stack
+        )
 
     def _import_rule(self, module: str, node: ast.AST) -> None:
         for rule, roots in _IMPORT_RULES.items():
@@ -528,12 +723,15 @@ class _Scanner(ast.NodeVisitor):
             if why := _tf32_dot(node):
                 self.add(NO_PRECISION_DOWNGRADE, node, why)
         if q.startswith("torch."):
-            rest = q[len("torch."):]
+            rest = q[len("torch.") :]
             if not (rest in TORCH_ALLOWED_CALLS or _NN_LAYER.match(rest) or rest.startswith("utils.cpp_extension.")):
                 self.add(NO_TORCH_COMPUTE, node, f"calls {q}")
             if rest in ("set_num_threads", "set_num_interop_threads", "set_flush_denormal"):
-                self.add(THREAD_BUDGET if "threads" in rest else FP_ENVIRONMENT, node,
-                         f"calls {q} (a process-wide setting the reference shares)")
+                self.add(
+                    THREAD_BUDGET if "threads" in rest else FP_ENVIRONMENT,
+                    node,
+                    f"calls {q} (a process-wide setting the reference shares)",
+                )
         if _PROCESS_CALLS.match(q):
             self.add(NO_THREADS_OR_PROCESSES, node, f"calls {q}")
         if _FILE_CALLS.match(q) or q in ("io.open", "os.open") and self._write_mode(node, os_open=q == "os.open"):
@@ -642,16 +840,27 @@ def static_checks(code: str, problem_source: str = "", backend: str = "cpu") -> 
     try:
         tree = ast.parse(code)
     except SyntaxError:
-        return [{"rule": name, "verdict": "skip", "detail": "source does not parse (reported by the build)"}
-                for name in STATIC_RULES]
+        return [
+            {"rule": name, "verdict": "skip", "detail": "source does not parse (reported by the build)"}
+            for name in STATIC_RULES
+        ]
     problem_is_half = bool(_HALF_PROBLEM.search(problem_source))
     scanner = _Scanner(tree, problem_is_half, backend)
     scanner.visit(tree)
     cpp, other = _string_constants(tree)
-    found = scanner.found + _cpp_findings(cpp, problem_is_half) + _flag_findings(other + [strip_cpp_comments(c) for c in cpp])
+    found = (
+        scanner.found
+        + _cpp_findings(cpp, problem_is_half)
+        + _flag_findings(other + [strip_cpp_comments(c) for c in cpp])
+    )
     if not scanner.has_kernel:
-        found.append((HAS_COMPILED_KERNEL, "no call to load_cpp, load_inline or cpp_extension.load"
-                      + (" and no @triton.jit kernel" if backend == "gpu" else "")))
+        found.append(
+            (
+                HAS_COMPILED_KERNEL,
+                "no call to load_cpp, load_inline or cpp_extension.load"
+                + (" and no @triton.jit kernel" if backend == "gpu" else ""),
+            )
+        )
     checks = []
     for name in STATIC_RULES:
         details = [d for r, d in found if r == name]

@@ -63,7 +63,8 @@ def device_for(ctx: Context) -> str:
         return "cpu"
     raise BackendUnavailable(
         f"backend=gpu needs a CUDA device, but {why}; use backend=cpu, or set TRITON_INTERPRET=1 to "
-        "check Triton kernels for correctness on the CPU (timings are then meaningless)")
+        "check Triton kernels for correctness on the CPU (timings are then meaningless)"
+    )
 
 
 def is_interpreted(ctx: Context) -> bool:
@@ -71,6 +72,7 @@ def is_interpreted(ctx: Context) -> bool:
 
 
 # --- the verifier's sandbox settings (tools/verify.py reads these) ---------------------------
+
 
 def sandbox_request(ctx: Context) -> dict[str, Any]:
     """Request fields for the in-sandbox worker: the device and, on CUDA, the timing method."""
@@ -110,8 +112,7 @@ def memory_limit_bytes(ctx: Context) -> int:
 def gpu_plausibility(traffic_bytes: int, runtime_min_ms: float, spec: dict[str, Any]) -> dict[str, Any]:
     """``speedup_plausible`` against the device's nominal DRAM bandwidth (inputs are flushed from
     L2 before every timed call, so they come from DRAM)."""
-    base = {"rule": "speedup_plausible", "is_suspicious": False, "bandwidth_bytes_per_s": 0.0,
-            "min_time_bound_ms": 0.0}
+    base = {"rule": "speedup_plausible", "is_suspicious": False, "bandwidth_bytes_per_s": 0.0, "min_time_bound_ms": 0.0}
     if traffic_bytes <= 0 or runtime_min_ms <= 0:
         return {**base, "verdict": "skip", "detail": "no tensor traffic to bound"}
     if spec.get("status") != "ok" or not spec.get("peak_gbs"):
@@ -120,11 +121,18 @@ def gpu_plausibility(traffic_bytes: int, runtime_min_ms: float, spec: dict[str, 
     bound_ms = traffic_bytes / (bandwidth * GPU_PLAUSIBILITY_SLACK) * 1e3
     implied = traffic_bytes / (runtime_min_ms / 1e3)
     suspicious = runtime_min_ms < bound_ms
-    detail = (f"{traffic_bytes} bytes in {runtime_min_ms:.4g} ms = {implied / 1e9:.1f} GB/s; nominal DRAM "
-              f"{bandwidth / 1e9:.0f} GB/s x {GPU_PLAUSIBILITY_SLACK} slack -> at least {bound_ms:.4g} ms")
-    return {**base, "verdict": "warn" if suspicious else "pass", "is_suspicious": suspicious,
-            "detail": ("faster than memory traffic allows: " if suspicious else "") + detail,
-            "bandwidth_bytes_per_s": bandwidth, "min_time_bound_ms": bound_ms}
+    detail = (
+        f"{traffic_bytes} bytes in {runtime_min_ms:.4g} ms = {implied / 1e9:.1f} GB/s; nominal DRAM "
+        f"{bandwidth / 1e9:.0f} GB/s x {GPU_PLAUSIBILITY_SLACK} slack -> at least {bound_ms:.4g} ms"
+    )
+    return {
+        **base,
+        "verdict": "warn" if suspicious else "pass",
+        "is_suspicious": suspicious,
+        "detail": ("faster than memory traffic allows: " if suspicious else "") + detail,
+        "bandwidth_bytes_per_s": bandwidth,
+        "min_time_bound_ms": bound_ms,
+    }
 
 
 def plausibility(ctx: Context, traffic_bytes: int, runtime_min_ms: float, ref_runtime_min_ms: float) -> dict:
@@ -140,6 +148,7 @@ def plausibility(ctx: Context, traffic_bytes: int, runtime_min_ms: float, ref_ru
 
 # --- the backends ----------------------------------------------------------------------------
 
+
 class Backend(Protocol):
     name: str
 
@@ -150,17 +159,20 @@ class Backend(Protocol):
 
     def hardware_summary(self, ctx: Context) -> str: ...
 
-    def verify(self, problem_path: str, code: str, ctx: Context, *, best_code: str | None = None,
-               best_speedup: float = 0.0) -> dict[str, Any]: ...
+    def verify(
+        self, problem_path: str, code: str, ctx: Context, *, best_code: str | None = None, best_speedup: float = 0.0
+    ) -> dict[str, Any]: ...
 
-    def profile(self, problem_path: str, code: str, ctx: Context,
-                extra_metrics: list[str] | None = None) -> dict[str, Any]: ...
+    def profile(
+        self, problem_path: str, code: str, ctx: Context, extra_metrics: list[str] | None = None
+    ) -> dict[str, Any]: ...
 
     def render_profile(self, profile: dict[str, Any]) -> str: ...
 
 
-def _verify(problem_path: str, code: str, ctx: Context, *, best_code: str | None = None,
-            best_speedup: float = 0.0) -> dict[str, Any]:
+def _verify(
+    problem_path: str, code: str, ctx: Context, *, best_code: str | None = None, best_speedup: float = 0.0
+) -> dict[str, Any]:
     # The verifier is device-aware (sandbox_request/env above), so one function serves both backends.
     from pragma.tools.verify import verify_candidate
 
@@ -186,8 +198,9 @@ class CpuBackend:
 
     verify = staticmethod(_verify)
 
-    def profile(self, problem_path: str, code: str, ctx: Context,
-                extra_metrics: list[str] | None = None) -> dict[str, Any]:
+    def profile(
+        self, problem_path: str, code: str, ctx: Context, extra_metrics: list[str] | None = None
+    ) -> dict[str, Any]:
         from pragma.tools.profilers import cpu
 
         return cpu.profile_candidate(problem_path, code, ctx, extra_metrics)
@@ -209,8 +222,10 @@ class GpuBackend:
 
     def check(self, ctx: Context) -> None:
         if device_for(ctx) == "cpu":
-            log.warning("backend=gpu without a CUDA device: Triton kernels run under TRITON_INTERPRET=1 on "
-                        "the CPU (correctness only; timings measure the interpreter, nothing is profiled)")
+            log.warning(
+                "backend=gpu without a CUDA device: Triton kernels run under TRITON_INTERPRET=1 on "
+                "the CPU (correctness only; timings measure the interpreter, nothing is profiled)"
+            )
 
     def hardware_summary(self, ctx: Context) -> str:
         from pragma.tools import gpu_spec
@@ -221,8 +236,9 @@ class GpuBackend:
 
     verify = staticmethod(_verify)
 
-    def profile(self, problem_path: str, code: str, ctx: Context,
-                extra_metrics: list[str] | None = None) -> dict[str, Any]:
+    def profile(
+        self, problem_path: str, code: str, ctx: Context, extra_metrics: list[str] | None = None
+    ) -> dict[str, Any]:
         from pragma.tools.profilers import gpu
 
         return gpu.profile_candidate(problem_path, code, ctx, extra_metrics)

@@ -25,18 +25,16 @@ BUILDS = []
 
 
 def _build_dir():
-    root = os.environ.get("PRAGMA_BUILD_DIR") or os.path.join(
-        os.path.expanduser("~"), ".cache", "pragma", "cext"
-    )
+    root = os.environ.get("PRAGMA_BUILD_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "pragma", "cext")
     os.makedirs(root, exist_ok=True)
     return root
 
 
 def _compiler_identity():
     try:
-        return subprocess.run(
-            [COMPILER, "--version"], capture_output=True, text=True, timeout=30
-        ).stdout.splitlines()[0]
+        return subprocess.run([COMPILER, "--version"], capture_output=True, text=True, timeout=30).stdout.splitlines()[
+            0
+        ]
     except (OSError, IndexError, subprocess.SubprocessError):
         return COMPILER
 
@@ -48,9 +46,7 @@ class CompileError(RuntimeError):
 def build_cpp(source, extra_flags=(), name="kernel"):
     """Compile ``source`` to a shared object (cached) and return the path of the ``.so``."""
     flags = tuple(DEFAULT_FLAGS) + tuple(extra_flags)
-    key = hashlib.sha256(
-        "\0".join((source, " ".join(flags), _compiler_identity())).encode()
-    ).hexdigest()[:24]
+    key = hashlib.sha256("\0".join((source, " ".join(flags), _compiler_identity())).encode()).hexdigest()[:24]
     root = _build_dir()
     so_path = os.path.join(root, "%s_%s.so" % (name, key))
     src_path = os.path.join(root, "%s_%s.cpp" % (name, key))
@@ -59,9 +55,7 @@ def build_cpp(source, extra_flags=(), name="kernel"):
             f.write(source)
         fd, tmp_so = tempfile.mkstemp(suffix=".so", dir=root)
         os.close(fd)
-        proc = subprocess.run(
-            [COMPILER, *flags, src_path, "-o", tmp_so], capture_output=True, text=True
-        )
+        proc = subprocess.run([COMPILER, *flags, src_path, "-o", tmp_so], capture_output=True, text=True)
         if proc.returncode != 0:
             os.unlink(tmp_so)
             raise CompileError(proc.stderr[-8000:] or "compiler failed with no output")

@@ -84,9 +84,13 @@ def compare(ref_out: Any, new_out: Any, atol: float, rtol: float) -> dict[str, A
             bad = int((~close).sum())
             new_nonfinite = int((~torch.isfinite(n) & torch.isfinite(r)).sum())
             nan_note = f"; {new_nonfinite} NaN/Inf where the reference is finite" if new_nonfinite else ""
-            return {"ok": False, "max_abs_diff": max_abs, "mean_abs_diff": mean_abs,
-                    "message": f"output {i}: {bad} of {n.numel()} elements differ beyond atol={a_tol}, "
-                               f"rtol={r_tol} (max abs diff {max_abs:.3g}{nan_note})"}
+            return {
+                "ok": False,
+                "max_abs_diff": max_abs,
+                "mean_abs_diff": mean_abs,
+                "message": f"output {i}: {bad} of {n.numel()} elements differ beyond atol={a_tol}, "
+                f"rtol={r_tol} (max abs diff {max_abs:.3g}{nan_note})",
+            }
     return {"ok": True, "max_abs_diff": max_abs, "mean_abs_diff": mean_abs, "message": "outputs match"}
 
 
@@ -105,11 +109,15 @@ def degenerate_tolerance(ref_out: Any, atol: float, rtol: float) -> str | None:
         peak = max(abs(lo), abs(hi))
         # zeros pass iff every |r| <= atol + rtol*|r|, i.e. max|r| * (1 - rtol) <= atol
         if peak * (1 - r_tol) <= a_tol:
-            return (f"output {i}: an all-zeros output passes atol={a_tol}, rtol={r_tol} (max |reference| = "
-                    f"{peak:.3g}); tighten atol or rescale the problem")
+            return (
+                f"output {i}: an all-zeros output passes atol={a_tol}, rtol={r_tol} (max |reference| = "
+                f"{peak:.3g}); tighten atol or rescale the problem"
+            )
         # A constant can only pass if the spread fits in the tolerance (cheap test first).
         mid = (lo + hi) / 2
         if (hi - lo) / 2 <= a_tol + r_tol * peak and _close(torch.full_like(r, mid), r, a_tol, r_tol)[0]:
-            return (f"output {i}: a constant output ({mid:.3g}) passes atol={a_tol}, rtol={r_tol} "
-                    f"(reference spans [{lo:.3g}, {hi:.3g}]); tighten atol or rescale the problem")
+            return (
+                f"output {i}: a constant output ({mid:.3g}) passes atol={a_tol}, rtol={r_tol} "
+                f"(reference spans [{lo:.3g}, {hi:.3g}]); tighten atol or rescale the problem"
+            )
     return None

@@ -40,12 +40,21 @@ GLUE_MARKER = "# PRAGMA kernel-only candidate"
 
 # torch dtype name -> (C++ element type, torch attribute). fp16/bf16 have no portable C++ type.
 DTYPES = {
-    "float32": "float", "float64": "double", "int64": "int64_t", "int32": "int32_t",
-    "int16": "int16_t", "int8": "int8_t", "uint8": "uint8_t", "bool": "bool",
+    "float32": "float",
+    "float64": "double",
+    "int64": "int64_t",
+    "int32": "int32_t",
+    "int16": "int16_t",
+    "int8": "int8_t",
+    "uint8": "uint8_t",
+    "bool": "bool",
 }
 # probe kind of a Python scalar -> (C++ type, ctypes type)
-SCALARS = {"int": ("int64_t", "ctypes.c_int64"), "float": ("double", "ctypes.c_double"),
-           "bool": ("bool", "ctypes.c_bool")}
+SCALARS = {
+    "int": ("int64_t", "ctypes.c_int64"),
+    "float": ("double", "ctypes.c_double"),
+    "bool": ("bool", "ctypes.c_bool"),
+}
 
 
 class KernelSpecError(ValueError):
@@ -66,8 +75,12 @@ def _arg_names(source: str, method: str, count: int, prefix: str) -> list[str]:
     out = []
     for i in range(count):
         name = names[i] if i < len(names) else f"{prefix}{i}"
-        if not re.fullmatch(r"[A-Za-z_]\w*", name) or name in out or name.startswith("out") \
-                or name in ("ctypes", "torch", "nn", "self", "load_cpp", "ptr"):
+        if (
+            not re.fullmatch(r"[A-Za-z_]\w*", name)
+            or name in out
+            or name.startswith("out")
+            or name in ("ctypes", "torch", "nn", "self", "load_cpp", "ptr")
+        ):
             name = f"{prefix}{i}"
         out.append(name)
     return out
@@ -92,8 +105,10 @@ def kernel_spec(problem: dict[str, Any], backend: str = "cpu") -> dict[str, Any]
     constructor = None
     if problem.get("state_names"):
         if "state" not in problem:
-            raise KernelSpecError("the reference has learned parameters/buffers "
-                                  f"({', '.join(problem['state_names'][:3])}) and the probe did not describe them")
+            raise KernelSpecError(
+                "the reference has learned parameters/buffers "
+                f"({', '.join(problem['state_names'][:3])}) and the probe did not describe them"
+            )
         if len(problem["state"]) < len(problem["state_names"]) or len(problem["state"]) >= 20:
             raise KernelSpecError("the reference has too many parameters/buffers for one C signature")
         constructor = reference_constructor(problem.get("source", ""))
@@ -113,14 +128,23 @@ def kernel_spec(problem: dict[str, Any], backend: str = "cpu") -> dict[str, Any]
     taken = {a["name"] for a in args}
     for t in problem.get("state", []) if constructor else []:
         if t.get("kind") != "tensor" or t["dtype"] not in DTYPES:
-            raise KernelSpecError(f"parameter {t['name']} is a {t.get('dtype', t.get('kind'))} tensor, "
-                                  "which has no C++ element type here")
+            raise KernelSpecError(
+                f"parameter {t['name']} is a {t.get('dtype', t.get('kind'))} tensor, which has no C++ element type here"
+            )
         cname = re.sub(r"\W", "_", t["name"])
         if cname in taken or cname.startswith("out"):
             cname = f"w_{cname}"
         taken.add(cname)
-        args.append({"role": "weight", "name": cname, "path": _attr_path(t["name"]), "state_name": t["name"],
-                     "dtype": t["dtype"], "shape": list(t["shape"])})
+        args.append(
+            {
+                "role": "weight",
+                "name": cname,
+                "path": _attr_path(t["name"]),
+                "state_name": t["name"],
+                "dtype": t["dtype"],
+                "shape": list(t["shape"]),
+            }
+        )
     for i, y in enumerate(items):
         args.append({"role": "output", "name": f"out{i}", "dtype": y["dtype"], "shape": list(y["shape"])})
     init = problem.get("init_inputs", [])
@@ -130,8 +154,14 @@ def kernel_spec(problem: dict[str, Any], backend: str = "cpu") -> dict[str, Any]
             raise KernelSpecError(f"constructor argument {name} is a tensor; only scalars are supported")
         arg["role"] = "init"
         args.append(arg)
-    return {"entry": ENTRY, "args": args, "container": outputs.get("container", ""),
-            "n_inputs": len(inputs), "n_init": len(init), "constructor": constructor}
+    return {
+        "entry": ENTRY,
+        "args": args,
+        "container": outputs.get("container", ""),
+        "n_inputs": len(inputs),
+        "n_init": len(init),
+        "constructor": constructor,
+    }
 
 
 def _attr_path(state_name: str) -> str:
@@ -140,8 +170,28 @@ def _attr_path(state_name: str) -> str:
 
 
 # Names a copied constructor may read besides its own arguments and the problem's constants.
-_CONSTRUCTOR_NAMES = frozenset({"self", "super", "nn", "torch", "int", "float", "bool", "len", "range", "tuple",
-                                "list", "min", "max", "abs", "round", "True", "False", "None"})
+_CONSTRUCTOR_NAMES = frozenset(
+    {
+        "self",
+        "super",
+        "nn",
+        "torch",
+        "int",
+        "float",
+        "bool",
+        "len",
+        "range",
+        "tuple",
+        "list",
+        "min",
+        "max",
+        "abs",
+        "round",
+        "True",
+        "False",
+        "None",
+    }
+)
 
 
 def reference_constructor(source: str) -> dict[str, Any]:
@@ -166,16 +216,17 @@ def reference_constructor(source: str) -> dict[str, Any]:
             consts[node.targets[0].id] = ast.unparse(node)
     params = {a.arg for a in (*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs)}
     params |= {a.arg for a in (init.args.vararg, init.args.kwarg) if a is not None}
-    body = [stmt for stmt in init.body
-            if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant))]  # docstring
+    body = [
+        stmt for stmt in init.body if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant))
+    ]  # docstring
     text = "\n".join(ast.unparse(stmt) for stmt in body).replace("super(Model, self)", "super()")
     used = {n.id for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     unknown = sorted(used - params - _CONSTRUCTOR_NAMES - set(consts))
     if unknown:
-        raise KernelSpecError(f"the reference's constructor reads {', '.join(unknown)}, which the generated "
-                              "module cannot reproduce")
-    return {"args": ast.unparse(init.args), "body": text,
-            "constants": [consts[n] for n in consts if n in used]}
+        raise KernelSpecError(
+            f"the reference's constructor reads {', '.join(unknown)}, which the generated module cannot reproduce"
+        )
+    return {"args": ast.unparse(init.args), "body": text, "constants": [consts[n] for n in consts if n in used]}
 
 
 def _input_arg(name: str, x: dict[str, Any], what: str) -> dict[str, Any]:
@@ -200,17 +251,25 @@ def prototype(spec: dict[str, Any]) -> str:
         if a["role"] in ("input", "output", "weight"):
             const = "" if a["role"] == "output" else "const "
             shape = " x ".join(str(n) for n in a["shape"]) or "scalar (0-dim)"
-            what = {"input": "input", "output": "output, allocated by PRAGMA: write every element",
-                    "weight": f"the reference's {a.get('state_name')} (parameter or buffer)"}[a["role"]]
+            what = {
+                "input": "input",
+                "output": "output, allocated by PRAGMA: write every element",
+                "weight": f"the reference's {a.get('state_name')} (parameter or buffer)",
+            }[a["role"]]
             dims = "".join(f", int64_t {d}" for d in _dims(a))
-            lines.append((f"{const}{DTYPES[a['dtype']]}* {a['name']}{dims}",
-                          f"{what}; {a['dtype']} [{shape}], contiguous row-major"))
+            lines.append(
+                (
+                    f"{const}{DTYPES[a['dtype']]}* {a['name']}{dims}",
+                    f"{what}; {a['dtype']} [{shape}], contiguous row-major",
+                )
+            )
         else:
             ctype = SCALARS[a["kind"]][0]
             src = "forward argument" if a["role"] == "scalar" else "constructor argument"
             lines.append((f"{ctype} {a['name']}", f"{src}, e.g. {a['value']}"))
-    body = "\n".join(f"    {decl}{',' if i < len(lines) - 1 else ''}  // {note}"
-                     for i, (decl, note) in enumerate(lines))
+    body = "\n".join(
+        f"    {decl}{',' if i < len(lines) - 1 else ''}  // {note}" for i, (decl, note) in enumerate(lines)
+    )
     return f'extern "C" void {spec["entry"]}(\n{body}\n);'
 
 
@@ -239,21 +298,27 @@ def module_source(spec: dict[str, Any], cpp: str) -> str:
     tensors = [a for a in inputs if a["role"] == "input"]
     # Outputs shaped like an input (same shape and dtype) follow that input's size; the others are
     # fixed at the probed shape, so the module checks that it is called with the probed shapes.
-    like = {o["name"]: next((t["name"] for t in tensors if t["shape"] == o["shape"] and t["dtype"] == o["dtype"]), None)
-            for o in outputs}
+    like = {
+        o["name"]: next((t["name"] for t in tensors if t["shape"] == o["shape"] and t["dtype"] == o["dtype"]), None)
+        for o in outputs
+    }
     fixed = any(v is None for v in like.values())
     ctor = spec.get("constructor")
     # With learned weights the reference's constructor is reused (reference_constructor); the
     # constructor scalars are then kept under names it cannot already use.
     init_attr = {a["name"]: (f"self.pragma_{a['name']}" if ctor else f"self.{a['name']}") for a in inits}
     if ctor:
-        init_lines = [f"    def __init__({ctor['args']}):",
-                      *["        " + line for line in ctor["body"].splitlines()],
-                      *[f"        {init_attr[a['name']]} = {a['name']}" for a in inits]]
+        init_lines = [
+            f"    def __init__({ctor['args']}):",
+            *["        " + line for line in ctor["body"].splitlines()],
+            *[f"        {init_attr[a['name']]} = {a['name']}" for a in inits],
+        ]
     else:
-        init_lines = [f"    def __init__(self{''.join(', ' + a['name'] for a in inits)}):",
-                      "        super().__init__()",
-                      *[f"        {init_attr[a['name']]} = {a['name']}" for a in inits]]
+        init_lines = [
+            f"    def __init__(self{''.join(', ' + a['name'] for a in inits)}):",
+            "        super().__init__()",
+            *[f"        {init_attr[a['name']]} = {a['name']}" for a in inits],
+        ]
     lines = [
         f"{GLUE_MARKER} (candidate_format=kernel): the model wrote CPP_SOURCE, PRAGMA this module.",
         "import ctypes",
@@ -262,8 +327,15 @@ def module_source(spec: dict[str, Any], cpp: str) -> str:
         "import torch.nn as nn",
         "from pragma_cext import load_cpp, ptr",
         "",
-        *(["# The reference's constants its constructor reads (the weights are built as it builds them).",
-           *ctor["constants"], ""] if ctor and ctor["constants"] else []),
+        *(
+            [
+                "# The reference's constants its constructor reads (the weights are built as it builds them).",
+                *ctor["constants"],
+                "",
+            ]
+            if ctor and ctor["constants"]
+            else []
+        ),
         f"CPP_SOURCE = {_py_string(cpp.strip(chr(10)) + chr(10))}",
         "",
         f'_lib = load_cpp(CPP_SOURCE, name="{spec["entry"]}")',
@@ -279,11 +351,13 @@ def module_source(spec: dict[str, Any], cpp: str) -> str:
     for t in tensors:
         lines.append(f"        {t['name']} = {t['name']}.contiguous()")
         lines.append(f"        if {t['name']}.dtype != torch.{t['dtype']}:")
-        lines.append(f"            raise TypeError(\"{t['name']} must be {t['dtype']}, got \" + str({t['name']}.dtype))")
+        lines.append(f'            raise TypeError("{t["name"]} must be {t["dtype"]}, got " + str({t["name"]}.dtype))')
         if fixed:
             lines.append(f"        if tuple({t['name']}.shape) != {tuple(t['shape'])!r}:")
-            lines.append(f"            raise ValueError(\"this kernel was generated for {t['name']} of shape "
-                         f"{tuple(t['shape'])}, got \" + str(tuple({t['name']}.shape)))")
+            lines.append(
+                f'            raise ValueError("this kernel was generated for {t["name"]} of shape '
+                f'{tuple(t["shape"])}, got " + str(tuple({t["name"]}.shape)))'
+            )
     for o in outputs:
         if like[o["name"]]:
             lines.append(f"        {o['name']} = torch.empty_like({like[o['name']]})")
@@ -325,8 +399,12 @@ def kernel_of(code: str) -> str | None:
     except SyntaxError:
         return None
     for node in tree.body:
-        if (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
-                and node.targets[0].id == "CPP_SOURCE" and isinstance(node.value, ast.Constant)):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == "CPP_SOURCE"
+            and isinstance(node.value, ast.Constant)
+        ):
             return str(node.value.value).lstrip("\n")
     return None
 

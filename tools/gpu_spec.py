@@ -35,8 +35,15 @@ FLOP_PER_CLOCK_PER_SM: dict[tuple[int, int], dict[str, int | None]] = {
 # Which peak bounds a kernel on this dtype: fp16/bf16/tf32/fp8 run on tensor cores only inside
 # matrix products; everything else (and elementwise work in any dtype) runs on the fp32 pipes.
 TENSOR_DTYPES = ("fp16", "bf16", "tf32", "fp8", "int8")
-TORCH_DTYPE_NAMES = {"float32": "fp32", "float64": "fp64", "float16": "fp16", "bfloat16": "bf16",
-                     "float8_e4m3fn": "fp8", "float8_e5m2": "fp8", "int8": "int8"}
+TORCH_DTYPE_NAMES = {
+    "float32": "fp32",
+    "float64": "fp64",
+    "float16": "fp16",
+    "bfloat16": "bf16",
+    "float8_e4m3fn": "fp8",
+    "float8_e5m2": "fp8",
+    "int8": "int8",
+}
 
 
 def peak_tflops(cc: tuple[int, int], sm_count: int, sm_clock_khz: int) -> dict[str, float]:
@@ -68,16 +75,23 @@ def spec_from_properties(props: dict[str, Any]) -> dict[str, Any]:
     if not bandwidth:
         notes.append("memory clock or bus width not reported: peak bandwidth unknown")
     return {
-        "status": "ok", "name": str(props.get("name", "unknown GPU")), "compute_capability": f"{cc[0]}.{cc[1]}",
-        "sm_count": sm_count, "sm_clock_mhz": sm_clock_khz / 1e3, "mem_clock_mhz": mem_clock_khz / 1e3,
-        "mem_bus_width_bits": bus_bits, "l2_bytes": int(props.get("L2_cache_size") or 0),
+        "status": "ok",
+        "name": str(props.get("name", "unknown GPU")),
+        "compute_capability": f"{cc[0]}.{cc[1]}",
+        "sm_count": sm_count,
+        "sm_clock_mhz": sm_clock_khz / 1e3,
+        "mem_clock_mhz": mem_clock_khz / 1e3,
+        "mem_bus_width_bits": bus_bits,
+        "l2_bytes": int(props.get("L2_cache_size") or 0),
         "total_memory_bytes": int(props.get("total_memory") or 0),
-        "shared_mem_per_block_optin_bytes": int(props.get("shared_memory_per_block_optin")
-                                                or props.get("max_shared_mem") or 0),
+        "shared_mem_per_block_optin_bytes": int(
+            props.get("shared_memory_per_block_optin") or props.get("max_shared_mem") or 0
+        ),
         "regs_per_sm": int(props.get("regs_per_multiprocessor") or props.get("max_num_regs") or 0),
         "max_threads_per_sm": int(props.get("max_threads_per_multi_processor") or 0),
         "warp_size": int(props.get("warp_size") or props.get("warpSize") or 32),
-        "peak_gbs": bandwidth, "peak_tflops": peaks,
+        "peak_gbs": bandwidth,
+        "peak_tflops": peaks,
         "source": "device properties; peaks nominal (clock x bus width, clock x SMs x FLOPs/clock/SM table)",
         "notes": notes,
     }
@@ -87,9 +101,21 @@ def _torch_properties(index: int) -> dict[str, Any]:
     import torch
 
     p = torch.cuda.get_device_properties(index)
-    names = ("name", "major", "minor", "multi_processor_count", "L2_cache_size", "total_memory",
-             "shared_memory_per_block_optin", "regs_per_multiprocessor", "max_threads_per_multi_processor",
-             "warp_size", "clock_rate", "memory_clock_rate", "memory_bus_width")
+    names = (
+        "name",
+        "major",
+        "minor",
+        "multi_processor_count",
+        "L2_cache_size",
+        "total_memory",
+        "shared_memory_per_block_optin",
+        "regs_per_multiprocessor",
+        "max_threads_per_multi_processor",
+        "warp_size",
+        "clock_rate",
+        "memory_clock_rate",
+        "memory_bus_width",
+    )
     return {n: getattr(p, n) for n in names if hasattr(p, n)}
 
 
@@ -143,8 +169,10 @@ def render_spec(spec: dict[str, Any]) -> str:
     if spec.get("status") != "ok":
         return f"GPU: unavailable ({spec.get('reason', '')})"
     peaks = ", ".join(f"{k} {v:.0f}" for k, v in spec["peak_tflops"].items())
-    return (f"GPU {spec['name']} (sm_{spec['compute_capability'].replace('.', '')}): {spec['sm_count']} SMs at "
-            f"{spec['sm_clock_mhz']:.0f} MHz, L2 {spec['l2_bytes'] / 2**20:.0f} MiB, "
-            f"{spec['shared_mem_per_block_optin_bytes'] / 1024:.0f} KiB shared memory per block (opt-in), "
-            f"{spec['regs_per_sm']} registers per SM, {spec['total_memory_bytes'] / 2**30:.0f} GiB memory at "
-            f"{spec['peak_gbs']:.0f} GB/s nominal; nominal peak TFLOP/s: {peaks or 'unknown'}")
+    return (
+        f"GPU {spec['name']} (sm_{spec['compute_capability'].replace('.', '')}): {spec['sm_count']} SMs at "
+        f"{spec['sm_clock_mhz']:.0f} MHz, L2 {spec['l2_bytes'] / 2**20:.0f} MiB, "
+        f"{spec['shared_mem_per_block_optin_bytes'] / 1024:.0f} KiB shared memory per block (opt-in), "
+        f"{spec['regs_per_sm']} registers per SM, {spec['total_memory_bytes'] / 2**30:.0f} GiB memory at "
+        f"{spec['peak_gbs']:.0f} GB/s nominal; nominal peak TFLOP/s: {peaks or 'unknown'}"
+    )

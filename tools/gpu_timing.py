@@ -36,8 +36,9 @@ def _clone(inputs: list[Any]) -> list[Any]:
 
 def flush_buffer(device: Any = None) -> torch.Tensor:
     """A buffer whose overwrite evicts everything from L2 (twice the L2 size, at least 32 MiB)."""
-    l2_bytes = int(getattr(torch.cuda.get_device_properties(device or torch.cuda.current_device()),
-                           "L2_cache_size", 0) or 0)
+    l2_bytes = int(
+        getattr(torch.cuda.get_device_properties(device or torch.cuda.current_device()), "L2_cache_size", 0) or 0
+    )
     return torch.empty(max(MIN_FLUSH_BYTES, 2 * l2_bytes), dtype=torch.int8, device="cuda")
 
 
@@ -63,8 +64,9 @@ def median_call_ms(fn: Callable, inputs: list[Any], repeats: int = 5) -> float:
         return statistics.median(timed_call(fn, args, flush)[0] for _ in range(max(1, repeats)))
 
 
-def time_events(impls: list[tuple[str, Callable]], inputs: list[Any], warmup_calls: int, warmup_s: float,
-                timed: int) -> dict[str, Any]:
+def time_events(
+    impls: list[tuple[str, Callable]], inputs: list[Any], warmup_calls: int, warmup_s: float, timed: int
+) -> dict[str, Any]:
     """Interleaved CUDA-event timing; same keys as measure.time_interleaved."""
     args = {name: _clone(inputs) for name, _ in impls}
     flush = flush_buffer()
@@ -72,7 +74,7 @@ def time_events(impls: list[tuple[str, Callable]], inputs: list[Any], warmup_cal
     start = perf_counter_ns()
     rounds = 0
     while rounds < warmup_calls or ((perf_counter_ns() - start) / 1e9 < warmup_s and rounds < WARMUP_MAX_ROUNDS):
-        for name, fn in impls[rounds % k:] + impls[:rounds % k]:
+        for name, fn in impls[rounds % k :] + impls[: rounds % k]:
             fn(*args[name])
         rounds += 1
     torch.cuda.synchronize()
@@ -81,7 +83,7 @@ def time_events(impls: list[tuple[str, Callable]], inputs: list[Any], warmup_cal
     cpu_ms: dict[str, list[float]] = {name: [] for name, _ in impls}
     last: dict[str, Any] = {}
     for i in range(timed):
-        for name, fn in impls[i % k:] + impls[:i % k]:
+        for name, fn in impls[i % k :] + impls[: i % k]:
             ms, cpu, out = timed_call(fn, args[name], flush)
             device_ms[name].append(ms)
             cpu_ms[name].append(cpu)
@@ -89,13 +91,19 @@ def time_events(impls: list[tuple[str, Callable]], inputs: list[Any], warmup_cal
                 last[name] = out
             del out
     ratio = {n: (sum(cpu_ms[n]) / sum(device_ms[n]) if sum(device_ms[n]) > 0 else 0.0) for n in device_ms}
-    return {"samples_ms": device_ms, "cpu_ratio": ratio, "warmup_rounds": rounds,
-            "warmup_elapsed_s": warmup_elapsed_s, "last_outputs": last,
-            "timing_method": "cuda events: L2 flushed, device-wide synchronize before the end event, interleaved"}
+    return {
+        "samples_ms": device_ms,
+        "cpu_ratio": ratio,
+        "warmup_rounds": rounds,
+        "warmup_elapsed_s": warmup_elapsed_s,
+        "last_outputs": last,
+        "timing_method": "cuda events: L2 flushed, device-wide synchronize before the end event, interleaved",
+    }
 
 
-def time_do_bench(impls: list[tuple[str, Callable]], inputs: list[Any], warmup_calls: int, warmup_s: float,
-                  timed: int) -> dict[str, Any]:
+def time_do_bench(
+    impls: list[tuple[str, Callable]], inputs: list[Any], warmup_calls: int, warmup_s: float, timed: int
+) -> dict[str, Any]:
     """triton.testing.do_bench per implementation; same keys as measure.time_interleaved."""
     from triton.testing import do_bench
 
@@ -107,16 +115,25 @@ def time_do_bench(impls: list[tuple[str, Callable]], inputs: list[Any], warmup_c
         args = _clone(inputs)
         estimate_ms = max(median_call_ms(fn, args, repeats=3), 1e-3)
         c0, t0 = process_time_ns(), perf_counter_ns()
-        times = do_bench(lambda fn=fn, args=args: fn(*args), warmup=max(warmup_calls, 1) * estimate_ms,
-                         rep=max(timed, 1) * estimate_ms, return_mode="all")
+        times = do_bench(
+            lambda fn=fn, args=args: fn(*args),
+            warmup=max(warmup_calls, 1) * estimate_ms,
+            rep=max(timed, 1) * estimate_ms,
+            return_mode="all",
+        )
         c1, t1 = process_time_ns(), perf_counter_ns()
         samples[name] = [float(t) for t in times]
         ratio[name] = (c1 - c0) / (t1 - t0) if t1 > t0 else 0.0
         last[name] = fn(*args)
     torch.cuda.synchronize()
-    return {"samples_ms": samples, "cpu_ratio": ratio, "warmup_rounds": warmup_calls,
-            "warmup_elapsed_s": (perf_counter_ns() - started) / 1e9, "last_outputs": last,
-            "timing_method": "triton.testing.do_bench per implementation (L2 cleared; current-stream events)"}
+    return {
+        "samples_ms": samples,
+        "cpu_ratio": ratio,
+        "warmup_rounds": warmup_calls,
+        "warmup_elapsed_s": (perf_counter_ns() - started) / 1e9,
+        "last_outputs": last,
+        "timing_method": "triton.testing.do_bench per implementation (L2 cleared; current-stream events)",
+    }
 
 
 def timer_for(method: str) -> Callable[..., dict[str, Any]]:
@@ -148,6 +165,5 @@ def side_stream_problem(candidate: Callable, inputs: list[Any]) -> str | None:
         torch.cuda.synchronize()
     for i, (now, then) in enumerate(zip(_tensors(out), snap, strict=True)):
         if isinstance(now, torch.Tensor) and not guards.bitwise_equal(now, then):
-            return (f"output {i} changed after forward returned: work on another CUDA stream was still "
-                    "writing it")
+            return f"output {i} changed after forward returned: work on another CUDA stream was still writing it"
     return None

@@ -31,6 +31,7 @@ _HOOK: list[TritonLaunches] = []  # the installed hook (one per worker process)
 
 # --- device placement ---------------------------------------------------------------------------
 
+
 def _to(value: Any, device: str) -> Any:
     return value.to(device) if isinstance(value, torch.Tensor) else value
 
@@ -71,6 +72,7 @@ def writable_device_paths(device: str) -> list[str]:
 
 # --- Triton launches ----------------------------------------------------------------------------
 
+
 class TritonLaunches:
     """Wraps the launch paths of Triton's kernel classes (see the module docstring)."""
 
@@ -108,8 +110,10 @@ class TritonLaunches:
 
         def run(kernel, *args, **kwargs):
             if hook.device == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-                raise RuntimeError("Triton kernels need a CUDA device (backend=gpu on a GPU machine), or "
-                                   "TRITON_INTERPRET=1 to run them on the CPU")
+                raise RuntimeError(
+                    "Triton kernels need a CUDA device (backend=gpu on a GPU machine), or "
+                    "TRITON_INTERPRET=1 to run them on the CPU"
+                )
             foreign = check and not kwargs.get("warmup") and hook._foreign_stream(getattr(kernel, "__name__", "kernel"))
             from torch.utils._python_dispatch import _disable_current_modes
 
@@ -137,8 +141,10 @@ class TritonLaunches:
         if current == self._expected_stream:
             return False
         if len(self.side_streams) < 5:
-            self.side_streams.append(f"{name} launched on stream {current.cuda_stream:#x}, not the current "
-                                     f"stream {self._expected_stream.cuda_stream:#x}")
+            self.side_streams.append(
+                f"{name} launched on stream {current.cuda_stream:#x}, not the current "
+                f"stream {self._expected_stream.cuda_stream:#x}"
+            )
         return True
 
     def restore(self) -> None:
@@ -171,6 +177,7 @@ def installed_hook() -> TritonLaunches | None:
 
 # --- profiled region ----------------------------------------------------------------------------
 
+
 def _kernel_events(prof: Any, calls: int) -> list[dict[str, Any]]:
     """Device kernels from a torch.profiler run, per forward call (microseconds)."""
     rows: dict[str, dict[str, Any]] = {}
@@ -181,13 +188,20 @@ def _kernel_events(prof: Any, calls: int) -> list[dict[str, Any]]:
         row = rows.setdefault(evt.key, {"name": evt.key[:200], "launches": 0, "total_us": 0.0})
         row["launches"] += int(evt.count)
         row["total_us"] += device_us
-    out = [{"name": r["name"], "launches_per_call": r["launches"] / max(1, calls),
-            "us_per_call": r["total_us"] / max(1, calls)} for r in rows.values()]
+    out = [
+        {
+            "name": r["name"],
+            "launches_per_call": r["launches"] / max(1, calls),
+            "us_per_call": r["total_us"] / max(1, calls),
+        }
+        for r in rows.values()
+    ]
     return sorted(out, key=lambda r: -r["us_per_call"])
 
 
-def profile_region(req: dict[str, Any], workdir: Path, problem: Any, candidate: Any,
-                   announce: Callable[[Path, str], None]) -> dict[str, Any]:
+def profile_region(
+    req: dict[str, Any], workdir: Path, problem: Any, candidate: Any, announce: Callable[[Path, str], None]
+) -> dict[str, Any]:
     """Time the candidate with CUDA events, then run ``profile_calls`` calls under the requested
     GPU profiler: ``ncu`` (a cudaProfilerStart/Stop range) or ``torch`` (kernel timings)."""
     from pragma.tools import gpu_timing
@@ -197,16 +211,22 @@ def profile_region(req: dict[str, Any], workdir: Path, problem: Any, candidate: 
     seed = int(req["seed"])
     inputs = _inputs(problem, seed + 4000)
     calls = int(req["profile_calls"])
-    result: dict[str, Any] = {"status": "ok", "message": "profiled", "calls": calls,
-                              "device": torch.cuda.get_device_name()}
+    result: dict[str, Any] = {
+        "status": "ok",
+        "message": "profiled",
+        "calls": calls,
+        "device": torch.cuda.get_device_name(),
+    }
     if req.get("op_cost"):
         try:
             result["op_cost"] = operation_cost(problem, seed, inputs)
         except Exception as exc:  # the roofline is optional; the profile is not
             result["op_cost_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
     # The roofline's compute roof depends on the data type the kernel works in.
-    result["dtype"] = next((str(x.dtype).replace("torch.", "") for x in inputs
-                            if isinstance(x, torch.Tensor) and x.is_floating_point()), "float32")
+    result["dtype"] = next(
+        (str(x.dtype).replace("torch.", "") for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point()),
+        "float32",
+    )
     with torch.no_grad():
         for _ in range(int(req["warmup_calls"])):
             candidate(*inputs)

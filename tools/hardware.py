@@ -43,8 +43,13 @@ def _read(path: str | Path) -> str:
 
 
 def simd_level(flags: set[str]) -> str:
-    for flag, name in (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("avx", "AVX"), ("sse4_2", "SSE4.2"),
-                       ("asimd", "NEON")):
+    for flag, name in (
+        ("avx512f", "AVX-512"),
+        ("avx2", "AVX2"),
+        ("avx", "AVX"),
+        ("sse4_2", "SSE4.2"),
+        ("asimd", "NEON"),
+    ):
         if flag in flags:
             return name
     return "scalar/unknown"
@@ -72,8 +77,17 @@ def cache_levels(base: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> lis
         ways = int(_read(idx / "ways_of_associativity").strip() or 0)
         line = int(_read(idx / "coherency_line_size").strip() or 64)
         sets = int(_read(idx / "number_of_sets").strip() or 0) or (size // (ways * line) if ways else 0)
-        levels.append({"name": f"L{level}{suffix}", "level": int(level), "type": kind, "size_bytes": size,
-                       "ways": ways, "line_bytes": line, "sets": sets})
+        levels.append(
+            {
+                "name": f"L{level}{suffix}",
+                "level": int(level),
+                "type": kind,
+                "size_bytes": size,
+                "ways": ways,
+                "line_bytes": line,
+                "sets": sets,
+            }
+        )
     return levels
 
 
@@ -81,19 +95,26 @@ def cache_levels(base: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> lis
 def cpu_spec() -> dict[str, Any]:
     """What the OS reports (no measurement): model, cores, SIMD level, cache geometry, memory."""
     cpuinfo = _read("/proc/cpuinfo")
-    model = next((ln.split(":", 1)[1].strip() for ln in cpuinfo.splitlines() if ln.startswith("model name")),
-                 platform.processor() or platform.machine())
+    model = next(
+        (ln.split(":", 1)[1].strip() for ln in cpuinfo.splitlines() if ln.startswith("model name")),
+        platform.processor() or platform.machine(),
+    )
     flags_line = next((ln for ln in cpuinfo.splitlines() if ln.startswith(("flags", "Features"))), "")
     flags = set(flags_line.split(":", 1)[1].split()) if ":" in flags_line else set()
-    mem_kb = next((int(ln.split()[1]) for ln in _read("/proc/meminfo").splitlines()
-                   if ln.startswith("MemTotal")), 0)
+    mem_kb = next((int(ln.split()[1]) for ln in _read("/proc/meminfo").splitlines() if ln.startswith("MemTotal")), 0)
     simd = simd_level(flags)
     caches = cache_levels()
     return {
-        "model": model, "arch": platform.machine(), "cores": os.cpu_count() or 1,
-        "simd": simd, "vector_bits": VECTOR_BITS.get(simd, 64), "has_fma": "fma" in flags or "asimd" in flags,
-        "is_virtual_machine": "hypervisor" in flags, "memory_bytes": mem_kb * 1024,
-        **{f"{c['name']}_bytes": c["size_bytes"] for c in caches}, "caches": caches,
+        "model": model,
+        "arch": platform.machine(),
+        "cores": os.cpu_count() or 1,
+        "simd": simd,
+        "vector_bits": VECTOR_BITS.get(simd, 64),
+        "has_fma": "fma" in flags or "asimd" in flags,
+        "is_virtual_machine": "hypervisor" in flags,
+        "memory_bytes": mem_kb * 1024,
+        **{f"{c['name']}_bytes": c["size_bytes"] for c in caches},
+        "caches": caches,
     }
 
 
@@ -104,9 +125,17 @@ def last_level_cache(spec: dict[str, Any]) -> dict[str, Any] | None:
 
 def machine_key(spec: dict[str, Any]) -> str:
     """Identifies a machine for the peaks cache: same CPU, core count, memory and caches."""
-    ident = json.dumps([spec["model"], spec["arch"], spec["cores"], spec["simd"],
-                        spec["memory_bytes"] // 2**30, [c["size_bytes"] for c in spec.get("caches", [])],
-                        PEAKS_VERSION])
+    ident = json.dumps(
+        [
+            spec["model"],
+            spec["arch"],
+            spec["cores"],
+            spec["simd"],
+            spec["memory_bytes"] // 2**30,
+            [c["size_bytes"] for c in spec.get("caches", [])],
+            PEAKS_VERSION,
+        ]
+    )
     return hashlib.sha256(ident.encode()).hexdigest()[:16]
 
 
@@ -286,17 +315,22 @@ def cache_roof_levels(spec: dict[str, Any]) -> list[dict[str, Any]]:
     measures for each: half the level's size (the other half holds code, stack and whatever the
     kernel's neighbours touch), per thread for private levels (L1, L2), split between threads for
     shared ones (the last level)."""
-    data = sorted((c for c in spec.get("caches", []) if c["type"] in ("Data", "Unified")),
-                  key=lambda c: c["level"])
+    data = sorted((c for c in spec.get("caches", []) if c["type"] in ("Data", "Unified")), key=lambda c: c["level"])
     cores = max(1, int(spec.get("cores", 1)))
     llc = last_level_cache(spec)
     out = []
     for c in data:
         # The last unified level is shared by the cores of a socket/CCX; lower levels are per core.
         shared = llc is not None and c is llc and c["level"] >= 3
-        out.append({"name": c["name"], "size_bytes": c["size_bytes"], "shared": shared,
-                    "bench_1t_bytes": c["size_bytes"] // 2,
-                    "bench_per_thread_all_bytes": c["size_bytes"] // (2 * cores) if shared else c["size_bytes"] // 2})
+        out.append(
+            {
+                "name": c["name"],
+                "size_bytes": c["size_bytes"],
+                "shared": shared,
+                "bench_1t_bytes": c["size_bytes"] // 2,
+                "bench_per_thread_all_bytes": c["size_bytes"] // (2 * cores) if shared else c["size_bytes"] // 2,
+            }
+        )
     return out
 
 
@@ -310,9 +344,22 @@ def measure_peaks(spec: dict[str, Any] | None = None, timeout_s: float = PEAKS_T
     with tempfile.TemporaryDirectory(prefix="pragma-peaks-") as tmp:
         src, exe = Path(tmp) / "peaks.cpp", Path(tmp) / "peaks"
         src.write_text(PEAKS_SOURCE)
-        build = subprocess.run([compiler, "-O3", "-march=native", "-ffp-contract=fast", "-fopenmp",
-                                "-std=c++17", str(src), "-o", str(exe)], capture_output=True, text=True,
-                               timeout=timeout_s)
+        build = subprocess.run(
+            [
+                compiler,
+                "-O3",
+                "-march=native",
+                "-ffp-contract=fast",
+                "-fopenmp",
+                "-std=c++17",
+                str(src),
+                "-o",
+                str(exe),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
         if build.returncode != 0:
             return {"status": "unavailable", "reason": f"peak benchmark did not compile: {build.stderr[-300:]}"}
         load = os.getloadavg()[0]
@@ -320,8 +367,13 @@ def measure_peaks(spec: dict[str, Any] | None = None, timeout_s: float = PEAKS_T
         try:
             levels = cache_roof_levels(spec)
             args = [f"{lv['bench_1t_bytes']}:{lv['bench_per_thread_all_bytes']}" for lv in levels]
-            run = subprocess.run([str(exe), str(array_bytes), str(spec["cores"]), *args], capture_output=True,
-                                 text=True, timeout=timeout_s, env={**os.environ, "OMP_PROC_BIND": "false"})
+            run = subprocess.run(
+                [str(exe), str(array_bytes), str(spec["cores"]), *args],
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+                env={**os.environ, "OMP_PROC_BIND": "false"},
+            )
         except subprocess.TimeoutExpired:
             return {"status": "unavailable", "reason": f"peak benchmark exceeded {timeout_s:.0f} s"}
         if run.returncode != 0:
@@ -333,9 +385,16 @@ def measure_peaks(spec: dict[str, Any] | None = None, timeout_s: float = PEAKS_T
     figures.pop("check", None)
     measured = figures.pop("level_gbs", [])
     figures["levels"] = [{**lv, "gbs_1t": g1, "gbs_all": ga} for lv, (g1, ga) in zip(levels, measured, strict=True)]
-    return {"status": "ok", **figures, "cores": spec["cores"], "triad_array_bytes": array_bytes,
-            "measured_s": round(time.monotonic() - t0, 2), "load_avg_1min": round(load, 2),
-            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "model": spec["model"]}
+    return {
+        "status": "ok",
+        **figures,
+        "cores": spec["cores"],
+        "triad_array_bytes": array_bytes,
+        "measured_s": round(time.monotonic() - t0, 2),
+        "load_avg_1min": round(load, 2),
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "model": spec["model"],
+    }
 
 
 def peaks(measure: bool = True, force: bool = False) -> dict[str, Any]:
@@ -362,8 +421,10 @@ def measured_peaks() -> dict[str, float]:
     peak = cached_peaks()
     if not peak:
         return {}
-    return {"memory_bandwidth_gbps": max(peak["triad_gbs_1t"], peak["triad_gbs_all"]),
-            "fp32_gflops": max(peak["fma_gflops_1t"], peak["fma_gflops_all"])}
+    return {
+        "memory_bandwidth_gbps": max(peak["triad_gbs_1t"], peak["triad_gbs_all"]),
+        "fp32_gflops": max(peak["fma_gflops_1t"], peak["fma_gflops_all"]),
+    }
 
 
 def peaks_for_threads(peak: dict[str, Any], num_threads: int) -> tuple[float, float]:
@@ -392,15 +453,29 @@ def roof_for_working_set(peak: dict[str, Any], working_set_bytes: float, num_thr
         if working_set_bytes <= capacity and lv.get("gbs_1t", 0) > 0:
             gbs = lv["gbs_1t"] + frac * (max(lv["gbs_1t"], lv["gbs_all"]) - lv["gbs_1t"])
             # A level is never slower than DRAM: a noisy cache figure must not lower the roof.
-            return {"level": lv["name"], "roof_gbs": max(gbs, dram), "capacity_bytes": capacity, "dram_gbs": dram,
-                    "why": f"working set {_mb(working_set_bytes)} fits {lv['name']} "
-                           f"({_mb(capacity)} at {n} thread(s))"}
+            return {
+                "level": lv["name"],
+                "roof_gbs": max(gbs, dram),
+                "capacity_bytes": capacity,
+                "dram_gbs": dram,
+                "why": f"working set {_mb(working_set_bytes)} fits {lv['name']} ({_mb(capacity)} at {n} thread(s))",
+            }
     if not peak.get("levels"):
-        return {"level": "DRAM", "roof_gbs": dram, "capacity_bytes": 0, "dram_gbs": dram,
-                "why": "no per-level bandwidths measured (older peaks): DRAM triad"}
+        return {
+            "level": "DRAM",
+            "roof_gbs": dram,
+            "capacity_bytes": 0,
+            "dram_gbs": dram,
+            "why": "no per-level bandwidths measured (older peaks): DRAM triad",
+        }
     last = peak["levels"][-1]
-    return {"level": "DRAM", "roof_gbs": dram, "capacity_bytes": 0, "dram_gbs": dram,
-            "why": f"working set {_mb(working_set_bytes)} exceeds {last['name']} ({_mb(last['size_bytes'])})"}
+    return {
+        "level": "DRAM",
+        "roof_gbs": dram,
+        "capacity_bytes": 0,
+        "dram_gbs": dram,
+        "why": f"working set {_mb(working_set_bytes)} exceeds {last['name']} ({_mb(last['size_bytes'])})",
+    }
 
 
 def _mb(n: float) -> str:
@@ -410,19 +485,28 @@ def _mb(n: float) -> str:
 def render_spec(spec: dict[str, Any], num_threads: int, peak: dict[str, Any] | None = None) -> str:
     """One short paragraph for prompts; includes measured peaks when they are known."""
     caches = ", ".join(f"{c['name']} {c['size_bytes'] // 1024} KiB" for c in spec.get("caches", []))
-    text = (f"CPU {spec['model']} ({spec['arch']}{', virtual machine' if spec.get('is_virtual_machine') else ''}), "
-            f"{spec['cores']} cores, SIMD {spec['simd']}{' with FMA' if spec['has_fma'] else ''} "
-            f"({spec.get('vector_bits', 0)}-bit vectors); caches: {caches or 'unknown'}; "
-            f"memory {spec['memory_bytes'] / 2**30:.0f} GiB. Kernels run with {num_threads} thread(s).")
+    text = (
+        f"CPU {spec['model']} ({spec['arch']}{', virtual machine' if spec.get('is_virtual_machine') else ''}), "
+        f"{spec['cores']} cores, SIMD {spec['simd']}{' with FMA' if spec['has_fma'] else ''} "
+        f"({spec.get('vector_bits', 0)}-bit vectors); caches: {caches or 'unknown'}; "
+        f"memory {spec['memory_bytes'] / 2**30:.0f} GiB. Kernels run with {num_threads} thread(s)."
+    )
     peak = peak or cached_peaks(spec)
     if peak and peak.get("status") == "ok":
         gflops, gbs = peaks_for_threads(peak, num_threads)
-        text += (f" Measured peaks at {num_threads} thread(s): {gflops:.1f} GFLOP/s fp32 (FMA), "
-                 f"{gbs:.1f} GB/s memory bandwidth (triad); ridge point {gflops / gbs:.1f} FLOP/byte.")
+        text += (
+            f" Measured peaks at {num_threads} thread(s): {gflops:.1f} GFLOP/s fp32 (FMA), "
+            f"{gbs:.1f} GB/s memory bandwidth (triad); ridge point {gflops / gbs:.1f} FLOP/byte."
+        )
         if peak.get("levels"):
-            text += " Bandwidth by where the data lives: " + ", ".join(
-                f"{lv['name']} {roof_for_working_set(peak, lv['size_bytes'] // 2, num_threads)['roof_gbs']:.0f} GB/s"
-                for lv in peak["levels"]) + f", DRAM {gbs:.1f} GB/s."
+            text += (
+                " Bandwidth by where the data lives: "
+                + ", ".join(
+                    f"{lv['name']} {roof_for_working_set(peak, lv['size_bytes'] // 2, num_threads)['roof_gbs']:.0f} GB/s"
+                    for lv in peak["levels"]
+                )
+                + f", DRAM {gbs:.1f} GB/s."
+            )
         if peak.get("load_avg_1min", 0.0) > spec["cores"]:
             text += f" (Measured under load {peak['load_avg_1min']:.1f} on {spec['cores']} cores: may understate.)"
     return text

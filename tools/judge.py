@@ -55,6 +55,7 @@ _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 class Seeds(TypedDict):
     """Drawn from the OS after the runners were forked; never written to the result."""
+
     trials: list[int]  # one per correctness trial
     stateless: int  # the generator choosing which elements the stateless probe changes
     stress: int  # stress variants
@@ -70,8 +71,17 @@ def draw_seeds(trials: int) -> Seeds:
     def one() -> int:
         return secrets.randbelow(2**31 - 1)
 
-    return Seeds(trials=[one() for _ in range(trials)], stateless=one(), stress=one(), timing=one(),
-                 fresh=one(), holdout=one(), construct=one(), problem_import=one(), candidate_import=one())
+    return Seeds(
+        trials=[one() for _ in range(trials)],
+        stateless=one(),
+        stress=one(),
+        timing=one(),
+        fresh=one(),
+        holdout=one(),
+        construct=one(),
+        problem_import=one(),
+        candidate_import=one(),
+    )
 
 
 class Decided(Exception):
@@ -147,8 +157,14 @@ class Verdicts:
         return Decided({"status": "rejected", "message": f"rule {rule}: {detail}"})
 
     def mismatch(self, message: str, cmp: dict[str, Any]) -> Decided:
-        return Decided({"status": "mismatch", "message": message, "max_abs_diff": cmp.get("max_abs_diff", 0.0),
-                        "mean_abs_diff": cmp.get("mean_abs_diff", 0.0)})
+        return Decided(
+            {
+                "status": "mismatch",
+                "message": message,
+                "max_abs_diff": cmp.get("max_abs_diff", 0.0),
+                "mean_abs_diff": cmp.get("mean_abs_diff", 0.0),
+            }
+        )
 
 
 class Binding:
@@ -164,10 +180,13 @@ class Binding:
     def write(self, inputs: list[Any]) -> None:
         """Put ``inputs`` in the runner's region (same buffers when the layout is unchanged)."""
         specs, size = shm.layout(inputs)
-        same = self.region is not None and [(s["shape"], s["stride"], s["dtype"]) for s in specs] == \
-            [(s["shape"], s["stride"], s["dtype"]) for s in self.specs] and \
-            [type(x) for x in inputs] == [type(x) for x in self.views] and \
-            all(a == b for a, b in zip(inputs, self.views, strict=True) if not isinstance(a, torch.Tensor))
+        same = (
+            self.region is not None
+            and [(s["shape"], s["stride"], s["dtype"]) for s in specs]
+            == [(s["shape"], s["stride"], s["dtype"]) for s in self.specs]
+            and [type(x) for x in inputs] == [type(x) for x in self.views]
+            and all(a == b for a, b in zip(inputs, self.views, strict=True) if not isinstance(a, torch.Tensor))
+        )
         if not same:
             if self.region is not None:
                 self.region.close()
@@ -180,15 +199,22 @@ class Binding:
             self.views[spec["index"]].copy_(inputs[spec["index"]])
         if not same:
             values = [None if isinstance(x, torch.Tensor) else x for x in inputs]
-            self.handle.request({"op": "bind", "size_bytes": self.region.size_bytes, "specs": specs},
-                                [self.region.fd], values)
+            self.handle.request(
+                {"op": "bind", "size_bytes": self.region.size_bytes, "specs": specs}, [self.region.fd], values
+            )
         elif self.handle.extra.get("device", "cpu") != "cpu":
             self.handle.request({"op": "sync"})
 
 
 class Judge:
-    def __init__(self, req: dict[str, Any], workdir: Path, runners: dict[str, spawn.RunnerHandle],
-                 seeds: Seeds, isolation: dict[str, str]):
+    def __init__(
+        self,
+        req: dict[str, Any],
+        workdir: Path,
+        runners: dict[str, spawn.RunnerHandle],
+        seeds: Seeds,
+        isolation: dict[str, str],
+    ):
         self.req, self.workdir, self.runners, self.seeds = req, workdir, runners, seeds
         self.isolation = isolation
         self.v = Verdicts()
@@ -215,7 +241,9 @@ class Judge:
         self.phase = phase
         _announce(self.workdir, phase)
 
-    def ask(self, role: str, header: dict[str, Any], fds: list[int] | None = None, payload: Any = None) -> dict[str, Any]:
+    def ask(
+        self, role: str, header: dict[str, Any], fds: list[int] | None = None, payload: Any = None
+    ) -> dict[str, Any]:
         """A command to a runner; a dead runner or a malformed reply ends the verification."""
         h = self.runners[role]
         try:
@@ -223,16 +251,23 @@ class Judge:
         except EOFError:
             raise self._died(role) from None
         except Exception as exc:  # ProtocolError and anything a hostile reply provokes
-            raise Decided({"status": "runtime_error",
-                           "message": f"the {role} process broke the protocol: {str(exc)[:300]}"}) from None
+            raise Decided(
+                {"status": "runtime_error", "message": f"the {role} process broke the protocol: {str(exc)[:300]}"}
+            ) from None
 
     def _died(self, role: str) -> Decided:
         how = self.runners[role].reap()
         what = "candidate" if role == "candidate" else role
-        hint = {"SIGKILL": f" (killed: out of memory? the address-space limit is {self.req.get('memory_limit_bytes')} bytes)",
-                "SIGXCPU": " (CPU-time limit of the sandbox)"}.get(how, "")
-        return Decided({"status": "runtime_error",
-                        "message": f"the {what} process died with {how} during phase '{self.phase}'{hint}"})
+        hint = {
+            "SIGKILL": f" (killed: out of memory? the address-space limit is {self.req.get('memory_limit_bytes')} bytes)",
+            "SIGXCPU": " (CPU-time limit of the sandbox)",
+        }.get(how, "")
+        return Decided(
+            {
+                "status": "runtime_error",
+                "message": f"the {what} process died with {how} during phase '{self.phase}'{hint}",
+            }
+        )
 
     def _inputs(self, seed: int) -> list[Any]:
         torch.manual_seed(seed)
@@ -256,10 +291,15 @@ class Judge:
                 self.ask(role, {"op": "out_region", "size_bytes": b.out_region.size_bytes}, [b.out_region.fd])
                 continue
             kinds = rep.get("kinds") if isinstance(rep.get("kinds"), list) else []
-            bad = next((f"output {i} is {str(k)[:40]}, expected a tensor" for i, k in enumerate(kinds) if k != "tensor"),
-                       f"outputs could not be read: {str(rep.get('error', ''))[:200]}")
-            raise self.v.mismatch(f"{role}: {bad}", {}) if role != "reference" else Decided(
-                {"status": "runtime_error", "message": f"reference outputs could not be read: {bad}"})
+            bad = next(
+                (f"output {i} is {str(k)[:40]}, expected a tensor" for i, k in enumerate(kinds) if k != "tensor"),
+                f"outputs could not be read: {str(rep.get('error', ''))[:200]}",
+            )
+            raise (
+                self.v.mismatch(f"{role}: {bad}", {})
+                if role != "reference"
+                else Decided({"status": "runtime_error", "message": f"reference outputs could not be read: {bad}"})
+            )
         else:
             raise Decided({"status": "runtime_error", "message": f"{role} outputs could not be read"})
         specs = rep.get("outputs")
@@ -286,11 +326,17 @@ class Judge:
                 raise Decided({"status": "runtime_error", "message": f"the reference failed: {text}"})
             if kind == "memory":
                 self.v.note("memory_limit", "fail", text[:300])
-                raise Decided({"status": "runtime_error", "message": f"memory limit exceeded "
-                               f"({self.req.get('memory_limit_bytes')} bytes of address space per sandbox): {text}",
-                               "log_tail": str(rep.get("log_tail", ""))[-4000:]})
-            raise Decided({"status": "runtime_error", "message": text,
-                           "log_tail": str(rep.get("log_tail", ""))[-4000:]})
+                raise Decided(
+                    {
+                        "status": "runtime_error",
+                        "message": f"memory limit exceeded "
+                        f"({self.req.get('memory_limit_bytes')} bytes of address space per sandbox): {text}",
+                        "log_tail": str(rep.get("log_tail", ""))[-4000:],
+                    }
+                )
+            raise Decided(
+                {"status": "runtime_error", "message": text, "log_tail": str(rep.get("log_tail", ""))[-4000:]}
+            )
         return rep
 
     # --- loading ----------------------------------------------------------------------------------
@@ -301,15 +347,29 @@ class Judge:
         self.problem = _import_file(self.req["problem_path"], "pragma_problem")
         torch.manual_seed(self.seeds["construct"])
         self.init_inputs = list(self.problem.get_init_inputs())
-        common = {"op": "load", "construct_seed": self.seeds["construct"], "device": self.device,
-                  "num_threads": self.n_threads, "problem_path": self.req["problem_path"],
-                  "backend": self.req.get("backend", "cpu")}
-        rep = self.ask("reference", {**common, "path": self.req["problem_path"], "module_name": "pragma_problem",
-                                     "class_name": "Model", "import_seed": self.seeds["problem_import"]},
-                       payload=self.init_inputs)
+        common = {
+            "op": "load",
+            "construct_seed": self.seeds["construct"],
+            "device": self.device,
+            "num_threads": self.n_threads,
+            "problem_path": self.req["problem_path"],
+            "backend": self.req.get("backend", "cpu"),
+        }
+        rep = self.ask(
+            "reference",
+            {
+                **common,
+                "path": self.req["problem_path"],
+                "module_name": "pragma_problem",
+                "class_name": "Model",
+                "import_seed": self.seeds["problem_import"],
+            },
+            payload=self.init_inputs,
+        )
         if rep.get("ok") is not True:
-            raise Decided({"status": "runtime_error", "message": f"the reference failed to load: "
-                           f"{str(rep.get('error'))[:2000]}"})
+            raise Decided(
+                {"status": "runtime_error", "message": f"the reference failed to load: {str(rep.get('error'))[:2000]}"}
+            )
         self.announce("build")
         self._load_impl("candidate", "candidate.py", common)
         if "best" in self.runners:
@@ -326,20 +386,37 @@ class Judge:
         self.isolation["runners"] = (
             "own processes and process groups, forked before any seed existed; own Landlock domains "
             f"(no signals, ptrace or /proc/<pid>/mem of the judge or each other); capabilities {caps or 'unknown'}"
-            + (" (none)" if caps.strip("0") == "" and caps else "") + "; stopped while others are timed")
+            + (" (none)" if caps.strip("0") == "" and caps else "")
+            + "; stopped while others are timed"
+        )
 
     def _load_impl(self, role: str, filename: str, common: dict[str, Any]) -> None:
-        rep = self.ask(role, {**common, "path": str(self.workdir / filename), "module_name": f"pragma_{role}",
-                              "class_name": "ModelNew", "import_seed": self.seeds["candidate_import"]},
-                       payload=self.init_inputs)
+        rep = self.ask(
+            role,
+            {
+                **common,
+                "path": str(self.workdir / filename),
+                "module_name": f"pragma_{role}",
+                "class_name": "ModelNew",
+                "import_seed": self.seeds["candidate_import"],
+            },
+            payload=self.init_inputs,
+        )
         builds = rep.get("builds")
         if role == "candidate" and isinstance(builds, list):
-            self.builds = [{k: str(b.get(k, ""))[:500] for k in ("so_path", "source_path", "kind")}
-                           for b in builds[:8] if isinstance(b, dict)]
+            self.builds = [
+                {k: str(b.get(k, ""))[:500] for k in ("so_path", "source_path", "kind")}
+                for b in builds[:8]
+                if isinstance(b, dict)
+            ]
         if rep.get("ok") is not True:
             status = "compile_error" if rep.get("kind") == "compile_error" else "runtime_error"
-            result = {"status": status, "message": str(rep.get("error", "loading failed"))[:6000],
-                      "log_tail": str(rep.get("log_tail", ""))[-4000:], "failed_phase": self.phase}
+            result = {
+                "status": status,
+                "message": str(rep.get("error", "loading failed"))[:6000],
+                "log_tail": str(rep.get("log_tail", ""))[-4000:],
+                "failed_phase": self.phase,
+            }
             if rep.get("kind") == "memory":
                 self.v.note("memory_limit", "fail", result["message"][:300])
             raise Decided(result)
@@ -357,22 +434,36 @@ class Judge:
                     raise self.v.reject(str(f[0]), f"{role}, {when}: {str(f[1])[:300]}")
             pid = self.runners[role].pid
             if kids := children_of(pid):
-                raise self.v.reject("no_threads_or_processes",
-                                    f"{role}, {when}: {len(kids)} child process(es) alive (seen in /proc)")
+                raise self.v.reject(
+                    "no_threads_or_processes", f"{role}, {when}: {len(kids)} child process(es) alive (seen in /proc)"
+                )
             grown = thread_count(pid) - thread_count(self.runners["reference"].pid)
             if grown > allowance:
-                raise self.v.reject("thread_budget", f"{role}, {when}: {grown} more OS threads than the reference's "
-                                    f"process (allowed {allowance} at num_threads={self.n_threads}; /proc)")
+                raise self.v.reject(
+                    "thread_budget",
+                    f"{role}, {when}: {grown} more OS threads than the reference's "
+                    f"process (allowed {allowance} at num_threads={self.n_threads}; /proc)",
+                )
 
     def _inputs_intact(self, role: str, masters: list[Any], label: str) -> None:
         for i, (master, now) in enumerate(zip(masters, self.bindings[role].views, strict=True)):
             if isinstance(master, torch.Tensor) and not cmp_mod.bitwise_equal(master, now):
-                raise self.v.reject("inputs_unmodified", f"{label}: input {i} was modified by the call "
-                                    "(seen in shared memory)")
+                raise self.v.reject(
+                    "inputs_unmodified", f"{label}: input {i} was modified by the call (seen in shared memory)"
+                )
 
-    def checked_call(self, masters: list[Any], ref_out: Any, label: str, *, settle_s: float = 0.0,
-                     mismatch_rule: str | None = None, role: str = "candidate",
-                     stale_ref: Any = None, atol: float | None = None) -> tuple[Any, dict[str, Any]]:
+    def checked_call(
+        self,
+        masters: list[Any],
+        ref_out: Any,
+        label: str,
+        *,
+        settle_s: float = 0.0,
+        mismatch_rule: str | None = None,
+        role: str = "candidate",
+        stale_ref: Any = None,
+        atol: float | None = None,
+    ) -> tuple[Any, dict[str, Any]]:
         """One candidate call under every per-call rule; returns (output, reply)."""
         # Triton after the release: the hook hiding the interpreter's aten plumbing is gone.
         record = not (self.released and self.req.get("backend") == "gpu")
@@ -383,10 +474,14 @@ class Judge:
         self._inputs_intact(role, masters, label)
         ops = rep.get("compute_ops") if isinstance(rep.get("compute_ops"), list) else []
         if ops:
-            raise self.v.reject("no_torch_compute", f"{label}: forward dispatched torch compute ops: "
-                                f"{', '.join(str(o)[:60] for o in ops[:8])}")
+            raise self.v.reject(
+                "no_torch_compute",
+                f"{label}: forward dispatched torch compute ops: {', '.join(str(o)[:60] for o in ops[:8])}",
+            )
         if downs := (rep.get("downcasts") if isinstance(rep.get("downcasts"), list) else []):
-            raise self.v.reject("no_precision_downgrade", f"{label}: forward converted {', '.join(map(str, downs[:3]))}")
+            raise self.v.reject(
+                "no_precision_downgrade", f"{label}: forward converted {', '.join(map(str, downs[:3]))}"
+            )
         if form := str(rep.get("form") or ""):
             raise self.v.reject("plain_dense_output", f"{label}: {form[:200]}")
         if overlap := str(rep.get("overlap") or ""):
@@ -394,18 +489,25 @@ class Judge:
         if settle_s:
             time.sleep(settle_s)
             later = self.fetch(role, copy=False)
-            if not all(cmp_mod.bitwise_equal(a, b) for a, b in
-                       zip(cmp_mod.tensors_of(out), cmp_mod.tensors_of(later), strict=True)):
+            if not all(
+                cmp_mod.bitwise_equal(a, b)
+                for a, b in zip(cmp_mod.tensors_of(out), cmp_mod.tensors_of(later), strict=True)
+            ):
                 raise self.v.reject("output_stable", f"{label}: the output changed after forward returned")
-        if stale_ref is not None and not cmp_mod.compare(ref_out, out, self.atol, self.rtol)["ok"] \
-                and cmp_mod.compare(stale_ref, out, self.atol, self.rtol)["ok"]:
-            raise self.v.reject("stateless", f"{label}: new values in the same buffers gave the previous "
-                                "inputs' answer")
+        if (
+            stale_ref is not None
+            and not cmp_mod.compare(ref_out, out, self.atol, self.rtol)["ok"]
+            and cmp_mod.compare(stale_ref, out, self.atol, self.rtol)["ok"]
+        ):
+            raise self.v.reject(
+                "stateless", f"{label}: new values in the same buffers gave the previous inputs' answer"
+            )
         self._compare(ref_out, out, label, mismatch_rule, atol=atol)
         return out, rep
 
-    def _compare(self, ref_out: Any, out: Any, label: str, mismatch_rule: str | None = None,
-                 atol: float | None = None) -> None:
+    def _compare(
+        self, ref_out: Any, out: Any, label: str, mismatch_rule: str | None = None, atol: float | None = None
+    ) -> None:
         ref_dev = self.extra.get("devices", {}).get("reference")
         new_dev = self.extra.get("devices", {}).get("candidate")
         if ref_dev and new_dev and ref_dev != new_dev and mismatch_rule is None:
@@ -446,8 +548,9 @@ class Judge:
                 else:
                     self.v.note("tolerance_discriminates", "pass", "zeros/constant outputs fail the tolerance")
             self.bindings["candidate"].write(masters)
-            out, rep = self.checked_call(masters, ref_out, f"trial {t}", settle_s=SETTLE_S if t == 0 else 0.0,
-                                         stale_ref=prev_ref)
+            out, rep = self.checked_call(
+                masters, ref_out, f"trial {t}", settle_s=SETTLE_S if t == 0 else 0.0, stale_ref=prev_ref
+            )
             compiled += int(rep.get("compiled_calls", 0) or 0) if type(rep.get("compiled_calls")) is int else 0
             if t == 0:
                 traffic = _nbytes(masters) + _nbytes(out)
@@ -458,10 +561,14 @@ class Judge:
         self.v.note("compiled_code_ran", "pass", f"{compiled} calls into the candidate's compiled code")
 
         again, _ = self.checked_call(masters, ref_out, "repeat call")
-        same = all(cmp_mod.bitwise_equal(a, b) for a, b in
-                   zip(cmp_mod.tensors_of(again), cmp_mod.tensors_of(out), strict=True))
-        self.v.note("deterministic", "pass" if same else "warn",
-                    "bitwise identical" if same else "two calls on the same inputs differ (within tolerance)")
+        same = all(
+            cmp_mod.bitwise_equal(a, b) for a, b in zip(cmp_mod.tensors_of(again), cmp_mod.tensors_of(out), strict=True)
+        )
+        self.v.note(
+            "deterministic",
+            "pass" if same else "warn",
+            "bitwise identical" if same else "two calls on the same inputs differ (within tolerance)",
+        )
 
         # Same buffers, a few elements changed: a cache keyed on addresses, shapes or sampled
         # values returns the old answer.
@@ -500,8 +607,12 @@ class Judge:
         used: list[str] = []
         skipped_out = [{"name": str(s.get("name")), "reason": str(s.get("reason"))[:200]} for s in skipped]
         # Filled as the variants run, so a mismatch still reports what was used and which one failed.
-        report = self.extra["stress"] = {"used": used, "skipped": skipped_out, "trials": len(self.ref_outs),
-                                         "structures": stress.describe_structures(masters)}
+        report = self.extra["stress"] = {
+            "used": used,
+            "skipped": skipped_out,
+            "trials": len(self.ref_outs),
+            "structures": stress.describe_structures(masters),
+        }
         base_peak = stress.output_peak(self.ref_outs[-1]) if self.ref_outs else 0.0
         judged = [(r, self.atol, self.rtol) for r in self.ref_outs]
         for var in variants:
@@ -509,8 +620,12 @@ class Judge:
             self.bindings["reference"].write(inputs)
             rep = self.ask("reference", {"op": "call"})
             if rep.get("ok") is not True:  # e.g. a Cholesky of a matrix the variant made indefinite
-                skipped_out.append({"name": name, "reason": "the reference failed on them: "
-                                    f"{str(rep.get('error', 'forward failed'))[:160]}"})
+                skipped_out.append(
+                    {
+                        "name": name,
+                        "reason": f"the reference failed on them: {str(rep.get('error', 'forward failed'))[:160]}",
+                    }
+                )
                 continue
             ref_out = self.fetch("reference")
             if why := stress.unusable_reference(ref_out):
@@ -519,8 +634,9 @@ class Judge:
             atol = stress.variant_atol(self.atol, base_peak, ref_out)
             self.bindings["candidate"].write(inputs)
             try:
-                self.checked_call(inputs, ref_out, f"correct on the problem's inputs, wrong on {name} inputs",
-                                  atol=atol)
+                self.checked_call(
+                    inputs, ref_out, f"correct on the problem's inputs, wrong on {name} inputs", atol=atol
+                )
             except Decided as d:
                 report["failed"] = name
                 if d.result.get("status") == "mismatch":
@@ -533,14 +649,25 @@ class Judge:
         why = stress.degenerate_across(judged)
         report["stress_s"] = round(time.perf_counter() - started, 3)
         if why:
-            raise self.v.reject("tolerance_discriminates", f"across the {len(self.ref_outs)} trials and {len(used)} "
-                                f"stress variants: {why}")
+            raise self.v.reject(
+                "tolerance_discriminates",
+                f"across the {len(self.ref_outs)} trials and {len(used)} stress variants: {why}",
+            )
         if self.degenerate_first:
-            self.v.note("tolerance_discriminates", "pass", f"a fixed output fails on at least one of {len(used)} "
-                        "stress variants (the problem's own inputs alone could not tell)")
-        self.v.note("stress_inputs", "pass" if used else "warn",
-                    f"matches on {', '.join(used)}" if used else "no stress variant could be judged: "
-                    + "; ".join(f"{s['name']}: {s['reason']}" for s in skipped_out)[:300])
+            self.v.note(
+                "tolerance_discriminates",
+                "pass",
+                f"a fixed output fails on at least one of {len(used)} "
+                "stress variants (the problem's own inputs alone could not tell)",
+            )
+        self.v.note(
+            "stress_inputs",
+            "pass" if used else "warn",
+            f"matches on {', '.join(used)}"
+            if used
+            else "no stress variant could be judged: "
+            + "; ".join(f"{s['name']}: {s['reason']}" for s in skipped_out)[:300],
+        )
 
     # --- timing -----------------------------------------------------------------------------------
 
@@ -588,9 +715,13 @@ class Judge:
             self.bindings[role].write(masters)
         flops = self.ask("reference", {"op": "flops"})
         plans = freshen.plan(masters) if self.req.get("fresh_inputs", True) else []
-        fresh_mode = ("in place: a few random elements per floating-point input change before every call"
-                      if plans else "new input sets from get_inputs() before every call"
-                      if self.req.get("fresh_inputs", True) else "off (fresh_inputs=false)")
+        fresh_mode = (
+            "in place: a few random elements per floating-point input change before every call"
+            if plans
+            else "new input sets from get_inputs() before every call"
+            if self.req.get("fresh_inputs", True)
+            else "off (fresh_inputs=false)"
+        )
         self.idle_ticks = {r: 0 for r in roles if r != "reference"}
         self.stop_ticks = {}
         for r in self.idle_ticks:
@@ -601,8 +732,9 @@ class Judge:
             t_start = perf_counter_ns()
             warm = 0
             while warm < int(self.req["warmup_calls"]) or (
-                    (perf_counter_ns() - t_start) / 1e9 < float(self.req.get("warmup_s", 0.0)) and warm < WARMUP_MAX_ROUNDS):
-                for role in roles[warm % len(roles):] + roles[:warm % len(roles)]:
+                (perf_counter_ns() - t_start) / 1e9 < float(self.req.get("warmup_s", 0.0)) and warm < WARMUP_MAX_ROUNDS
+            ):
+                for role in roles[warm % len(roles) :] + roles[: warm % len(roles)]:
                     self.timed_call(role)
                 warm += 1
             warmup_elapsed_s = (perf_counter_ns() - t_start) / 1e9
@@ -622,8 +754,10 @@ class Judge:
                 bar = 1.0 + float(self.req.get("acceptance_margin", 0.0))
                 if not (low <= bar <= high):  # the interval already decides against the acceptance bar
                     break
-                decision_log.append(f"after {round_index} rounds the CI vs the best [{low:.3f}, {high:.3f}] "
-                                    f"straddles {bar:.3f}: one more batch")
+                decision_log.append(
+                    f"after {round_index} rounds the CI vs the best [{low:.3f}, {high:.3f}] "
+                    f"straddles {bar:.3f}: one more batch"
+                )
                 batches += 1
             stray = self._stray_ticks() - stray_before
             cores = self.cores_used(["reference", "candidate"])
@@ -635,18 +769,39 @@ class Judge:
             low, high = stats.ratio_ci(samples["best"], samples["candidate"])
             bar = 1.0 + float(self.req.get("acceptance_margin", 0.0))
             changed = not (low <= bar <= high)  # the first batch alone could not decide
-            decision_log.append(f"after {round_index} rounds: [{low:.3f}, {high:.3f}]"
-                                + (" - decided" if changed else f" - still straddles {bar:.3f}: not accepted"))
-        return {"samples_ms": samples, "warmup_rounds": warm, "warmup_elapsed_s": warmup_elapsed_s,
-                "cores_used": cores, "null_round_trip_ms": null_ms, "timing_slot_waited_s": slot["waited_s"],
-                "audited_calls": sorted(audited), "recorded_calls": sorted(recorded), "fresh_inputs": fresh_mode,
-                "extra_batches": batches, "sequential_log": decision_log, "sequential_decision_changed": changed,
-                "flops": int(flops.get("flops", 0)) if type(flops.get("flops")) is int else 0,
-                "timing_method": "judge's perf_counter_ns around each call's round trip (null round trip "
-                                 f"{null_ms * 1e3:.0f} us, the same for every implementation)"}
+            decision_log.append(
+                f"after {round_index} rounds: [{low:.3f}, {high:.3f}]"
+                + (" - decided" if changed else f" - still straddles {bar:.3f}: not accepted")
+            )
+        return {
+            "samples_ms": samples,
+            "warmup_rounds": warm,
+            "warmup_elapsed_s": warmup_elapsed_s,
+            "cores_used": cores,
+            "null_round_trip_ms": null_ms,
+            "timing_slot_waited_s": slot["waited_s"],
+            "audited_calls": sorted(audited),
+            "recorded_calls": sorted(recorded),
+            "fresh_inputs": fresh_mode,
+            "extra_batches": batches,
+            "sequential_log": decision_log,
+            "sequential_decision_changed": changed,
+            "flops": int(flops.get("flops", 0)) if type(flops.get("flops")) is int else 0,
+            "timing_method": "judge's perf_counter_ns around each call's round trip (null round trip "
+            f"{null_ms * 1e3:.0f} us, the same for every implementation)",
+        }
 
-    def _run_batch(self, roles: list[str], masters: list[Any], plans: list[freshen.Plan], timed: int,
-                   first: int, samples: dict[str, list[float]], audited: list[int], recorded: list[int]) -> int:
+    def _run_batch(
+        self,
+        roles: list[str],
+        masters: list[Any],
+        plans: list[freshen.Plan],
+        timed: int,
+        first: int,
+        samples: dict[str, list[float]],
+        audited: list[int],
+        recorded: list[int],
+    ) -> int:
         """``timed`` sampled rounds plus the recorded ones, from round ``first``; returns how many ran."""
         k = len(roles)
         # Recorded rounds are extra rounds (the recording slows the call): ``timed`` samples remain.
@@ -663,14 +818,17 @@ class Judge:
                 self._freshen(roles, masters, plans, i)
             round_ms: dict[str, float] = {}
             record = i in record_set
-            for role in roles[i % k:] + roles[:i % k]:
+            for role in roles[i % k :] + roles[: i % k]:
                 ms, rep = self.timed_call(role, record=record and role != "reference")
                 round_ms[role] = ms
                 if record and role != "reference":
                     ops = rep.get("compute_ops") if isinstance(rep.get("compute_ops"), list) else []
                     if ops:
-                        raise self.v.reject("no_torch_compute", f"timed call {i} ({role}): forward dispatched "
-                                            f"torch compute ops: {', '.join(str(o)[:60] for o in ops[:8])}")
+                        raise self.v.reject(
+                            "no_torch_compute",
+                            f"timed call {i} ({role}): forward dispatched "
+                            f"torch compute ops: {', '.join(str(o)[:60] for o in ops[:8])}",
+                        )
             if record:
                 recorded.append(i)  # slowed by the recording: not a timing sample
             else:
@@ -716,8 +874,9 @@ class Judge:
                 continue
             self._inputs_intact(role, masters, f"timed call {i} ({role})")
             if not cmp["ok"]:
-                raise self.v.reject("audited_calls", f"timed call {i} (inputs changed since the last call): "
-                                    f"{cmp['message']}")
+                raise self.v.reject(
+                    "audited_calls", f"timed call {i} (inputs changed since the last call): {cmp['message']}"
+                )
 
     def _stray_ticks(self) -> int:
         """CPU ticks of processes in the sandbox that are neither the judge nor a runner."""
@@ -734,13 +893,23 @@ class Judge:
         limit_ticks = max(2, math.ceil(others_ms / 1e3 * _CLK_TCK * 0.01))
         for role, ticks in self.idle_ticks.items():
             if ticks > limit_ticks:
-                raise self.v.reject("noisy_neighbour", f"the {role} process used {ticks / _CLK_TCK * 1e3:.0f} ms of CPU "
-                                    "while stopped for the other implementations' calls")
+                raise self.v.reject(
+                    "noisy_neighbour",
+                    f"the {role} process used {ticks / _CLK_TCK * 1e3:.0f} ms of CPU "
+                    "while stopped for the other implementations' calls",
+                )
         if stray_ticks > limit_ticks:
-            raise self.v.reject("noisy_neighbour", f"processes outside the runners used {stray_ticks / _CLK_TCK * 1e3:.0f}"
-                                " ms of CPU during the timed rounds")
-        self.v.note("noisy_neighbour", "pass", f"stopped while others ran: {sum(self.idle_ticks.values())} ticks "
-                    f"(limit {limit_ticks}); other processes {stray_ticks} ticks (/proc)")
+            raise self.v.reject(
+                "noisy_neighbour",
+                f"processes outside the runners used {stray_ticks / _CLK_TCK * 1e3:.0f}"
+                " ms of CPU during the timed rounds",
+            )
+        self.v.note(
+            "noisy_neighbour",
+            "pass",
+            f"stopped while others ran: {sum(self.idle_ticks.values())} ticks "
+            f"(limit {limit_ticks}); other processes {stray_ticks} ticks (/proc)",
+        )
 
     def cores_used(self, roles: list[str]) -> dict[str, float]:
         """CPU seconds per wall second of each runner (from /proc) over a back-to-back window."""
@@ -768,13 +937,23 @@ class Judge:
             cores = timing["cores_used"]
             bound = 1.5 * self.n_threads
             if cores["candidate"] > bound:
-                raise self.v.reject("thread_budget", f"the candidate used {cores['candidate']:.2f} cores of CPU time "
-                                    f"per wall-clock second at num_threads={self.n_threads} (reference "
-                                    f"{cores['reference']:.2f}; /proc)")
-            self.v.note("thread_budget", "pass", f"candidate used {cores['candidate']:.2f} cores per wall second "
-                                                 f"(bound {bound:.1f}; reference {cores['reference']:.2f}; /proc)")
-            self.v.note("audited_calls", "pass", f"{len(timing['audited_calls'])} timed calls compared after the "
-                                                 f"fact; inputs: {timing['fresh_inputs']}")
+                raise self.v.reject(
+                    "thread_budget",
+                    f"the candidate used {cores['candidate']:.2f} cores of CPU time "
+                    f"per wall-clock second at num_threads={self.n_threads} (reference "
+                    f"{cores['reference']:.2f}; /proc)",
+                )
+            self.v.note(
+                "thread_budget",
+                "pass",
+                f"candidate used {cores['candidate']:.2f} cores per wall second "
+                f"(bound {bound:.1f}; reference {cores['reference']:.2f}; /proc)",
+            )
+            self.v.note(
+                "audited_calls",
+                "pass",
+                f"{len(timing['audited_calls'])} timed calls compared after the fact; inputs: {timing['fresh_inputs']}",
+            )
             self.announce("recheck")
             self.guard("after timing")
             masters = self._inputs(self.seeds["holdout"])
@@ -784,9 +963,16 @@ class Judge:
             self.guard("after the held-out trial")
             for rule in ("no_monkeypatching", "fp_environment", "no_threads_or_processes", "no_reference_model"):
                 self.v.note(rule, "pass", "runtime")
-        return {"status": "ok", "message": "correct on all trials, on audited timed calls and on held-out inputs "
-                "after timing", "max_abs_diff": self.max_abs, "mean_abs_diff": self.mean_abs,
-                "holdout_ok": True, "traffic_bytes": traffic, "num_threads": self.n_threads, **timing}
+        return {
+            "status": "ok",
+            "message": "correct on all trials, on audited timed calls and on held-out inputs after timing",
+            "max_abs_diff": self.max_abs,
+            "mean_abs_diff": self.mean_abs,
+            "holdout_ok": True,
+            "traffic_bytes": traffic,
+            "num_threads": self.n_threads,
+            **timing,
+        }
 
 
 def _stress_module() -> Any:
@@ -822,14 +1008,16 @@ def main(request_path: str) -> int:
         import triton  # noqa: F401 - imported before the fork: runners then share its import cost
 
     spawn.prime_torch()  # torch's own lazy imports, before the fork (free when forked from the zygote)
-    runners = {"reference": spawn.fork_runner("reference", writable),
-               "candidate": spawn.fork_runner("candidate", writable)}
+    runners = {
+        "reference": spawn.fork_runner("reference", writable),
+        "candidate": spawn.fork_runner("candidate", writable),
+    }
     if (workdir / "best.py").exists():
         runners["best"] = spawn.fork_runner("best", writable)
     # The same cores for every runner (and the judge between calls): where the scheduler places a
     # process woken by a message (the reference) and one woken by SIGCONT (the candidate) would
     # otherwise differ, and on a loaded machine that difference lands in the speedup.
-    cores = sorted(os.sched_getaffinity(0))[:max(1, int(req["num_threads"]))]
+    cores = sorted(os.sched_getaffinity(0))[: max(1, int(req["num_threads"]))]
     for h in runners.values():
         try:
             os.sched_setaffinity(h.pid, cores)
@@ -837,8 +1025,10 @@ def main(request_path: str) -> int:
             pass
     seeds = draw_seeds(int(req["correctness_trials"]))
     ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
-    isolation["judge"] = ("separate process: seeds drawn after the runners were forked, not dumpable; "
-                          "runners in their own Landlock domains and process groups")
+    isolation["judge"] = (
+        "separate process: seeds drawn after the runners were forked, not dumpable; "
+        "runners in their own Landlock domains and process groups"
+    )
     judge = Judge(req, workdir, runners, seeds, isolation)
     try:
         result = judge.run()
@@ -847,8 +1037,12 @@ def main(request_path: str) -> int:
     except Exception as exc:  # a judge bug is a result too (never a silent ok)
         import traceback
 
-        result = {"status": "runtime_error", "message": f"verifier error: {type(exc).__name__}: {exc}"[:2000],
-                  "log_tail": traceback.format_exc()[-3000:], "failed_phase": judge.phase}
+        result = {
+            "status": "runtime_error",
+            "message": f"verifier error: {type(exc).__name__}: {exc}"[:2000],
+            "log_tail": traceback.format_exc()[-3000:],
+            "failed_phase": judge.phase,
+        }
     finally:
         for h in runners.values():
             h.kill()

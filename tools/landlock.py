@@ -36,8 +36,11 @@ _SUPPORTED_ARCHES = ("x86_64", "aarch64")
 
 
 class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
-                ("scoped", ctypes.c_uint64)]
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
 
 
 class _PathBeneathAttr(ctypes.Structure):
@@ -61,8 +64,18 @@ def abi_version() -> int:
 
 def _write_rights(abi: int) -> tuple[int, int]:
     """(rights for directories, rights for single files) that Landlock will police."""
-    dir_rights = (_WRITE_FILE | _REMOVE_DIR | _REMOVE_FILE | _MAKE_CHAR | _MAKE_DIR | _MAKE_REG
-                  | _MAKE_SOCK | _MAKE_FIFO | _MAKE_BLOCK | _MAKE_SYM)
+    dir_rights = (
+        _WRITE_FILE
+        | _REMOVE_DIR
+        | _REMOVE_FILE
+        | _MAKE_CHAR
+        | _MAKE_DIR
+        | _MAKE_REG
+        | _MAKE_SOCK
+        | _MAKE_FIFO
+        | _MAKE_BLOCK
+        | _MAKE_SYM
+    )
     file_rights = _WRITE_FILE
     if abi >= 2:
         dir_rights |= _REFER
@@ -93,7 +106,9 @@ def confine(writable: list[str], scope_abstract_unix: bool = False) -> str:
         attr.handled_access_net = _NET_BIND_TCP | _NET_CONNECT_TCP  # no rule added: all TCP denied
         size = 16
     if abi >= 6:
-        attr.scoped = _SCOPE_SIGNAL | (_SCOPE_ABSTRACT_UNIX if scope_abstract_unix else 0)  # nothing outside this domain
+        attr.scoped = _SCOPE_SIGNAL | (
+            _SCOPE_ABSTRACT_UNIX if scope_abstract_unix else 0
+        )  # nothing outside this domain
         size = 24
     ruleset_fd = libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
     if ruleset_fd < 0:
@@ -107,7 +122,10 @@ def confine(writable: list[str], scope_abstract_unix: bool = False) -> str:
             try:
                 rights = dir_rights if os.path.isdir(path) else file_rights
                 rule = _PathBeneathAttr(allowed_access=rights, parent_fd=fd)
-                if libc.syscall(_SYS_ADD_RULE, ruleset_fd, _RULE_PATH_BENEATH, ctypes.byref(rule), ctypes.c_uint32(0)) < 0:
+                if (
+                    libc.syscall(_SYS_ADD_RULE, ruleset_fd, _RULE_PATH_BENEATH, ctypes.byref(rule), ctypes.c_uint32(0))
+                    < 0
+                ):
                     return f"none: landlock_add_rule({path}) failed ({os.strerror(ctypes.get_errno())})"
             finally:
                 os.close(fd)

@@ -104,13 +104,18 @@ def copy_bandwidth_bytes_per_s(working_set_bytes: int) -> float:
     return value
 
 
-def plausibility(traffic_bytes: int, runtime_ms: float, ref_runtime_min_ms: float,
-                 num_threads: int) -> dict[str, Any]:
+def plausibility(traffic_bytes: int, runtime_ms: float, ref_runtime_min_ms: float, num_threads: int) -> dict[str, Any]:
     """Check entry for ``speedup_plausible`` plus the figures behind it (``runtime_ms``: the
     candidate's median)."""
     if traffic_bytes <= 0 or runtime_ms <= 0:
-        return {"rule": "speedup_plausible", "verdict": "skip", "detail": "no tensor traffic to bound",
-                "is_suspicious": False, "bandwidth_bytes_per_s": 0.0, "min_time_bound_ms": 0.0}
+        return {
+            "rule": "speedup_plausible",
+            "verdict": "skip",
+            "detail": "no tensor traffic to bound",
+            "is_suspicious": False,
+            "bandwidth_bytes_per_s": 0.0,
+            "min_time_bound_ms": 0.0,
+        }
     measured = copy_bandwidth_bytes_per_s(traffic_bytes)
     ref_implied = traffic_bytes / (ref_runtime_min_ms / 1e3) if ref_runtime_min_ms > 0 else 0.0
     if num_threads == 1:
@@ -119,11 +124,18 @@ def plausibility(traffic_bytes: int, runtime_ms: float, ref_runtime_min_ms: floa
     bound_ms = traffic_bytes / (bandwidth * SLACK) * 1e3
     implied = traffic_bytes / (runtime_ms / 1e3)
     suspicious = runtime_ms < bound_ms
-    detail = (f"{traffic_bytes} bytes in {runtime_ms:.4g} ms (median) = {implied / 1e9:.1f} GB/s; bound "
-              f"{bandwidth / 1e9:.1f} GB/s x {SLACK} slack -> at least {bound_ms:.4g} ms")
-    return {"rule": "speedup_plausible", "verdict": "warn" if suspicious else "pass",
-            "detail": ("faster than memory traffic allows: " if suspicious else "") + detail,
-            "is_suspicious": suspicious, "bandwidth_bytes_per_s": bandwidth, "min_time_bound_ms": bound_ms}
+    detail = (
+        f"{traffic_bytes} bytes in {runtime_ms:.4g} ms (median) = {implied / 1e9:.1f} GB/s; bound "
+        f"{bandwidth / 1e9:.1f} GB/s x {SLACK} slack -> at least {bound_ms:.4g} ms"
+    )
+    return {
+        "rule": "speedup_plausible",
+        "verdict": "warn" if suspicious else "pass",
+        "detail": ("faster than memory traffic allows: " if suspicious else "") + detail,
+        "is_suspicious": suspicious,
+        "bandwidth_bytes_per_s": bandwidth,
+        "min_time_bound_ms": bound_ms,
+    }
 
 
 # --- the compute roof -------------------------------------------------------------------------
@@ -159,7 +171,10 @@ def peak_flops_per_s(num_threads: int) -> tuple[float, str]:
         measured = hardware.peaks_for_threads(peak, threads)[0] * 1e9
     if measured > nominal:
         return measured, f"measured {measured / 1e9:.0f} GFLOP/s at {threads} thread(s)"
-    return nominal, f"nominal {nominal / 1e9:.0f} GFLOP/s ({threads} thread(s) x {lanes} lanes x FMA x {FMA_PORTS} ports)"
+    return (
+        nominal,
+        f"nominal {nominal / 1e9:.0f} GFLOP/s ({threads} thread(s) x {lanes} lanes x FMA x {FMA_PORTS} ports)",
+    )
 
 
 def compute_bound(flops: int, runtime_ms: float, num_threads: int) -> dict[str, Any] | None:
@@ -172,6 +187,8 @@ def compute_bound(flops: int, runtime_ms: float, num_threads: int) -> dict[str, 
     bound_ms = flops / (peak * SLACK) * 1e3
     achieved = flops / (runtime_ms / 1e3)
     suspicious = runtime_ms < bound_ms
-    detail = (f"{'faster than the compute roof allows: ' if suspicious else ''}{flops} FLOPs in {runtime_ms:.4g} ms "
-              f"(median) = {achieved / 1e9:.1f} GFLOP/s; peak {source} x {SLACK} slack -> at least {bound_ms:.4g} ms")
+    detail = (
+        f"{'faster than the compute roof allows: ' if suspicious else ''}{flops} FLOPs in {runtime_ms:.4g} ms "
+        f"(median) = {achieved / 1e9:.1f} GFLOP/s; peak {source} x {SLACK} slack -> at least {bound_ms:.4g} ms"
+    )
     return {"is_suspicious": suspicious, "min_time_bound_ms": bound_ms, "detail": detail}

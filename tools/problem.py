@@ -25,11 +25,8 @@ def check_source(source: str, label: str) -> None:
         tree = ast.parse(source)
     except SyntaxError as exc:
         raise ProblemError(f"{label}: Python syntax error at line {exc.lineno}: {exc.msg}") from None
-    defined = {
-        node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))
-    } | {
-        t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets
-        if isinstance(t, ast.Name)
+    defined = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))} | {
+        t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)
     }
     missing = [n for n in REQUIRED_NAMES if n not in defined]
     if missing:
@@ -49,13 +46,21 @@ def read_problem(path: str | Path) -> dict[str, Any]:
     return {"path": str(p.resolve()), "name": p.stem, "source": source}
 
 
-def probe_problem(problem: dict[str, Any], *, num_threads: int = 1, seed: int = 1234,
-                  timeout_s: float = 300.0, memory_limit_bytes: int = 8 * 2**30) -> dict[str, Any]:
+def probe_problem(
+    problem: dict[str, Any],
+    *,
+    num_threads: int = 1,
+    seed: int = 1234,
+    timeout_s: float = 300.0,
+    memory_limit_bytes: int = 8 * 2**30,
+) -> dict[str, Any]:
     """Load the problem in the sandbox; returns it with ``inputs``/``init_inputs`` descriptions."""
     outcome = sandbox.run_worker(
         {"mode": "probe", "problem_path": problem["path"], "num_threads": num_threads, "seed": seed},
-        compile_timeout_s=timeout_s, run_timeout_s=timeout_s,
-        memory_limit_bytes=memory_limit_bytes, num_threads=num_threads,
+        compile_timeout_s=timeout_s,
+        run_timeout_s=timeout_s,
+        memory_limit_bytes=memory_limit_bytes,
+        num_threads=num_threads,
     )
     res = outcome.result
     if outcome.timed_out_phase:
@@ -69,8 +74,13 @@ def probe_problem(problem: dict[str, Any], *, num_threads: int = 1, seed: int = 
     # reference's parameters and buffers: tools/glue.py decides from them whether a kernel-only
     # candidate can be wrapped. A worker without them (older) simply means "module" format.
     extra = {k: res[k] for k in ("outputs", "outputs_alt", "state_names", "state") if k in res}
-    return {**problem, "inputs": res["inputs"], "init_inputs": res["init_inputs"],
-            "ref_call_ms": res["ref_call_ms"], **extra}
+    return {
+        **problem,
+        "inputs": res["inputs"],
+        "init_inputs": res["init_inputs"],
+        "ref_call_ms": res["ref_call_ms"],
+        **extra,
+    }
 
 
 def load_problem(path: str | Path, **probe_kwargs: Any) -> dict[str, Any]:

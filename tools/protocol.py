@@ -31,6 +31,7 @@ MAX_FDS = 4
 class TensorSpec(TypedDict):
     """Where one tensor lies in a shared-memory region (judge -> runner for inputs, runner -> judge
     for outputs; the judge validates every field of the latter against the region's size)."""
+
     index: int  # position in the argument / output list
     offset: int  # byte offset of element 0 in the region (64-byte aligned)
     shape: list[int]  # sizes
@@ -41,6 +42,7 @@ class TensorSpec(TypedDict):
 
 class LoadRequest(TypedDict):
     """Judge -> runner: import a module and construct its class (payload: pickled init inputs)."""
+
     op: Literal["load"]
     path: str  # the problem file (reference) or candidate.py / best.py in the private dir
     module_name: str  # sys.modules name: pragma_problem / pragma_candidate / pragma_best
@@ -54,6 +56,7 @@ class LoadRequest(TypedDict):
 
 class CallReply(TypedDict, total=False):
     """Runner -> judge after ``call`` (advisory: computed in the candidate's own process)."""
+
     ok: bool  # forward returned without raising
     error: str  # exception text when not ok (truncated)
     kind: str  # "runtime_error" or "memory" when not ok
@@ -66,6 +69,7 @@ class CallReply(TypedDict, total=False):
 
 class OutputReply(TypedDict, total=False):
     """Runner -> judge after ``fetch``: the last outputs were copied into the output region."""
+
     ok: bool  # outputs copied
     outputs: list[TensorSpec]  # one per output tensor, in order
     kinds: list[str]  # "tensor" or the Python type name of each output
@@ -74,8 +78,7 @@ class OutputReply(TypedDict, total=False):
     error: str  # why the copy failed
 
 
-def send(sock: socket.socket, header: dict[str, Any], fds: list[int] | None = None,
-         payload: Any = None) -> None:
+def send(sock: socket.socket, header: dict[str, Any], fds: list[int] | None = None, payload: Any = None) -> None:
     """Judge -> runner (or a small runner reply when ``fds`` and ``payload`` are None)."""
     body: dict[str, Any] = {"h": header}
     if payload is not None:

@@ -9,7 +9,10 @@ alone, not process start, torch import or the build:
   and stop instrumentation after the last call that fits the simulation's time budget.
 
 It also measures the operation itself (``op_cost``): FLOPs and minimum bytes of the reference
-on the profiled inputs, for the roofline.
+on the profiled inputs, for the roofline; and, with counting switched off, a micro-experiment
+that answers a question cheaply (``micro``): calls after a cache flush against warm calls (is the
+warm loop served from a cache?). An alignment experiment (inputs off a 64-byte line) is not run
+here: a kernel using aligned vector loads would crash the profiled process and lose the profile.
 """
 
 from __future__ import annotations
@@ -27,9 +30,17 @@ from pragma.tools.measure import _inputs
 
 # FLOPs per input element for non-matmul ops flop_counter has no formula for (estimates: a
 # transcendental counts as one FLOP). Pointwise ops count one FLOP per output element.
-PER_ELEMENT_FLOPS = {"_softmax": 4, "_log_softmax": 4, "native_layer_norm": 7, "native_batch_norm": 6,
-                     "_native_batch_norm_legit_no_training": 4, "native_group_norm": 7, "_to_copy": 0,
-                     "copy_": 0, "clone": 0}
+PER_ELEMENT_FLOPS = {
+    "_softmax": 4,
+    "_log_softmax": 4,
+    "native_layer_norm": 7,
+    "native_batch_norm": 6,
+    "_native_batch_norm_legit_no_training": 4,
+    "native_group_norm": 7,
+    "_to_copy": 0,
+    "copy_": 0,
+    "clone": 0,
+}
 
 
 def _tensors(value: Any) -> list[torch.Tensor]:
@@ -88,11 +99,23 @@ def operation_cost(problem, seed: int, inputs: list[Any]) -> dict[str, Any]:
             seen.add(t.data_ptr())
             read_bytes += _nbytes(t)
     write_bytes = sum(_nbytes(t) for t in _tensors(out) if t.data_ptr() not in seen)
-    method = "formula" if methods == {"formula"} else "estimate" if methods == {"estimate"} else \
-        "mixed" if methods else "none"
-    return {"flops": float(sum(by_op.values())), "min_bytes": float(read_bytes + write_bytes),
-            "read_bytes": float(read_bytes), "write_bytes": float(write_bytes), "flops_method": method,
-            "flops_by_op": dict(by_op.most_common(6))}
+    method = (
+        "formula"
+        if methods == {"formula"}
+        else "estimate"
+        if methods == {"estimate"}
+        else "mixed"
+        if methods
+        else "none"
+    )
+    return {
+        "flops": float(sum(by_op.values())),
+        "min_bytes": float(read_bytes + write_bytes),
+        "read_bytes": float(read_bytes),
+        "write_bytes": float(write_bytes),
+        "flops_method": method,
+        "flops_by_op": dict(by_op.most_common(6)),
+    }
 
 
 class _PerfSwitch:
@@ -137,12 +160,19 @@ def _simulate(req: dict[str, Any], call: Callable[[], Any]) -> dict[str, Any]:
         cg.pragma_cg_toggle()
     cg.pragma_cg_stop()
     region_ms = (time.monotonic() - t0) * 1e3
-    return {"sim_calls": counted, "sim_warm_caches": is_warm, "sim_warm_call_s": round(warm_s, 3),
-            "calls": counted, "region_ms": region_ms, "per_call_ms": region_ms / (counted + 1)}
+    return {
+        "sim_calls": counted,
+        "sim_warm_caches": is_warm,
+        "sim_warm_call_s": round(warm_s, 3),
+        "calls": counted,
+        "region_ms": region_ms,
+        "per_call_ms": region_ms / (counted + 1),
+    }
 
 
-def profile_region(req: dict[str, Any], workdir: Path, problem, candidate,
-                   announce: Callable[[Path, str], None]) -> dict[str, Any]:
+def profile_region(
+    req: dict[str, Any], workdir: Path, problem, candidate, announce: Callable[[Path, str], None]
+) -> dict[str, Any]:
     """Run the kernel ``profile_calls`` times between the profiler's on/off switches."""
     seed = int(req["seed"])
     inputs = _inputs(problem, seed + 4000)
@@ -153,6 +183,10 @@ def profile_region(req: dict[str, Any], workdir: Path, problem, candidate,
             result["op_cost"] = operation_cost(problem, seed, inputs)
         except Exception as exc:  # the roofline is optional; the profile is not
             result["op_cost_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+    micro = bool(req.get("micro_experiments", True)) and not req.get("callgrind_helper")
+    # Allocated before the first call, so the profiled loop and the experiments run against the
+    # same allocator state (a 64 MiB allocation later made a kernel's fresh outputs fault 8x slower).
+    scratch = torch.ones(max(MIN_FLUSH_BYTES, 2 * _llc_bytes()) // 4) if micro else None
     with torch.no_grad():
         for _ in range(int(req["warmup_calls"])):
             candidate(*inputs)
@@ -166,4 +200,55 @@ def profile_region(req: dict[str, Any], workdir: Path, problem, candidate,
             candidate(*inputs)
         region_ms = (time.perf_counter_ns() - t0) / 1e6
         perf.send("disable")
-    return {**result, "region_ms": region_ms, "per_call_ms": region_ms / max(1, calls)}
+        per_call_ms = region_ms / max(1, calls)
+        if scratch is not None:
+            result["micro"] = micro_experiments(candidate, inputs, per_call_ms, scratch)
+    return {**result, "region_ms": region_ms, "per_call_ms": per_call_ms}
+
+
+MICRO_CALLS = 5  # per variant: medians of 5 keep the experiment under a second for 50 ms kernels
+MICRO_MAX_CALL_MS = 250.0  # slower kernels skip them (6 more calls would cost seconds)
+MIN_FLUSH_BYTES = 64 * 2**20
+
+
+def _llc_bytes() -> int:
+    """The largest cache's size from sysfs (0 when unknown)."""
+    sizes = []
+    for f in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        text = f.read_text().strip().upper()
+        mult = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+        try:
+            sizes.append(int(text.rstrip("KMG")) * mult)
+        except ValueError:
+            continue
+    return max(sizes, default=0)
+
+
+def _block_ms(call: Callable[[], Any], before: Callable[[], Any] | None = None) -> float:
+    """Median ms of ``MICRO_CALLS`` calls after one untimed call (``before`` runs untimed each time)."""
+    call()
+    samples = []
+    for _ in range(MICRO_CALLS):
+        if before is not None:
+            before()
+        t0 = time.perf_counter_ns()
+        call()
+        samples.append((time.perf_counter_ns() - t0) / 1e6)
+    return sorted(samples)[len(samples) // 2]
+
+
+def micro_experiments(candidate: Callable, inputs: list[Any], warm_ms: float, scratch: torch.Tensor) -> dict[str, Any]:
+    """Cold against warm calls (medians of a few calls each).
+
+    ``scratch`` is a float32 buffer twice the last-level cache: reading it evicts the kernel's data.
+    """
+    if warm_ms > MICRO_MAX_CALL_MS:
+        return {"status": "skipped", "reason": f"a call takes {warm_ms:.0f} ms (limit {MICRO_MAX_CALL_MS:.0f} ms)"}
+    out: dict[str, Any] = {"status": "ok", "calls_each": MICRO_CALLS}
+    flush_bytes = scratch.numel() * 4
+    # Warm: calls back to back. Cold: each call after reading a buffer twice the last-level cache
+    # (a read leaves clean lines: no write-back traffic competing with the timed call).
+    warm = _block_ms(lambda: candidate(*inputs))
+    cold = _block_ms(lambda: candidate(*inputs), before=lambda: float(scratch.sum()))
+    out.update(warm_ms=warm, cold_ms=cold, cold_warm_ratio=cold / warm if warm > 0 else 0.0, flush_bytes=flush_bytes)
+    return out

@@ -40,8 +40,15 @@ log = logging.getLogger(__name__)
 OUTPUT_TAIL_CHARS = 4000
 FILE_SIZE_LIMIT_BYTES = 512 * 2**20  # any one file the sandbox writes (output log, objects, .so)
 # Variables a candidate may see; everything else (API keys, tokens, proxies) is dropped.
-ENV_ALLOWLIST = ("PATH", "LANG", "LC_ALL", "CXX", "CC", "TRITON_INTERPRET",
-                 "PRAGMA_TIMING_SLOT_PATH")  # the slot's lock file: a path, not a secret
+ENV_ALLOWLIST = (
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "CXX",
+    "CC",
+    "TRITON_INTERPRET",
+    "PRAGMA_TIMING_SLOT_PATH",
+)  # the slot's lock file: a path, not a secret
 BUILD_PHASES = ("start", "load_problem", "build", "build_best")
 TOKEN_VAR = "PRAGMA_SANDBOX_TOKEN"
 
@@ -76,14 +83,24 @@ def namespaces() -> tuple[tuple[str, ...], bool, dict[str, str]]:
     full = ("--net", "--pid", "--fork", "--kill-child")
     for extra, who in (((), "as root"), (("--user", "--map-root-user"), "in a user namespace")):
         if _probe([unshare, *extra, *full]):
-            return (unshare, *extra, *full), True, {
-                "network": f"network namespace, no interfaces ({who})",
-                "processes": "PID namespace: everything the candidate starts dies with it"}
+            return (
+                (unshare, *extra, *full),
+                True,
+                {
+                    "network": f"network namespace, no interfaces ({who})",
+                    "processes": "PID namespace: everything the candidate starts dies with it",
+                },
+            )
     for extra in ((), ("--user", "--map-root-user")):
         if _probe([unshare, *extra, "--net"]):
-            return (unshare, *extra, "--net"), False, {
-                "network": "network namespace, no interfaces",
-                "processes": "process group + token sweep (PID namespace not permitted)"}
+            return (
+                (unshare, *extra, "--net"),
+                False,
+                {
+                    "network": "network namespace, no interfaces",
+                    "processes": "process group + token sweep (PID namespace not permitted)",
+                },
+            )
     why = "none: network namespaces not permitted here"
     return (), False, {"network": why, "processes": "process group + token sweep (no PID namespace)"}
 
@@ -252,9 +269,15 @@ class Zygote:
         self.memory_limit_bytes = memory_limit_bytes
         self.log = open(self.dir / "zygote.log", "wb")  # noqa: SIM115 - lives as long as the zygote
         self.proc = subprocess.Popen(
-            [*prefix, *command], cwd=self.dir, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=self.log, start_new_session=True,
-            preexec_fn=functools.partial(_zygote_limits, memory_limit_bytes))
+            [*prefix, *command],
+            cwd=self.dir,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            start_new_session=True,
+            preexec_fn=functools.partial(_zygote_limits, memory_limit_bytes),
+        )
         ready = self._read(timeout_s=120)
         if not ready.get("ready"):
             self.close()
@@ -262,8 +285,12 @@ class Zygote:
 
     @classmethod
     def for_job(cls, num_threads: int, memory_limit_bytes: int, extra_env: dict[str, str]) -> Zygote | None:
-        key = (num_threads, memory_limit_bytes, tuple(sorted(extra_env.items())),
-               tuple(os.environ.get(k, "") for k in ENV_ALLOWLIST))
+        key = (
+            num_threads,
+            memory_limit_bytes,
+            tuple(sorted(extra_env.items())),
+            tuple(os.environ.get(k, "") for k in ENV_ALLOWLIST),
+        )
         thread = threading.get_ident()
         with cls._lock:  # at most one per thread: a new key replaces the thread's old zygote
             z = cls._pool.get(thread)
@@ -300,11 +327,24 @@ class Zygote:
         except ValueError:
             return {}
 
-    def run(self, request_path: Path, workdir: Path, env: dict[str, str], cpu_limit_s: int, progress: Path,
-            compile_timeout_s: float, run_timeout_s: float) -> tuple[int | None, str | None]:
+    def run(
+        self,
+        request_path: Path,
+        workdir: Path,
+        env: dict[str, str],
+        cpu_limit_s: int,
+        progress: Path,
+        compile_timeout_s: float,
+        run_timeout_s: float,
+    ) -> tuple[int | None, str | None]:
         """(exit code as Popen reports it, expired phase) of one judge forked from the zygote."""
-        job = {"request": str(request_path), "workdir": str(workdir), "env": env, "cpu_limit_s": cpu_limit_s,
-               "memory_limit_bytes": self.memory_limit_bytes}
+        job = {
+            "request": str(request_path),
+            "workdir": str(workdir),
+            "env": env,
+            "cpu_limit_s": cpu_limit_s,
+            "memory_limit_bytes": self.memory_limit_bytes,
+        }
         self.proc.stdin.write((json.dumps(job) + "\n").encode())
         self.proc.stdin.flush()
         if "started" not in self._read(timeout_s=30):
@@ -384,9 +424,13 @@ def run_worker(
                 ns_desc["proc"] = "fresh /proc in its own mount namespace: only the sandbox's processes are visible"
             else:
                 ns_desc["proc"] = "none: host /proc (mount namespace not permitted here)"
-        request = {**request, "workdir": str(workdir), "memory_limit_bytes": memory_limit_bytes,
-                   "writable_paths": _writable_paths(request, extra_env),
-                   "fresh_proc": "--mount-proc" in ns_prefix}
+        request = {
+            **request,
+            "workdir": str(workdir),
+            "memory_limit_bytes": memory_limit_bytes,
+            "writable_paths": _writable_paths(request, extra_env),
+            "fresh_proc": "--mount-proc" in ns_prefix,
+        }
         (workdir / "request.json").write_text(json.dumps(request))
         progress = workdir / "progress.jsonl"
         out_path = workdir / "output.log"
@@ -405,12 +449,25 @@ def run_worker(
         cpu_limit_s = int((compile_timeout_s + run_timeout_s) * max(1, num_threads) + 30)
         spawn_t = time.time()
         start = time.monotonic()
-        zygote = (Zygote.for_job(num_threads, memory_limit_bytes, extra_env or {})
-                  if prestarted and request.get("mode") == "verify" and not command_prefix else None)
+        zygote = (
+            Zygote.for_job(num_threads, memory_limit_bytes, extra_env or {})
+            if prestarted and request.get("mode") == "verify" and not command_prefix
+            else None
+        )
         if zygote is not None:
             try:
-                return _run_in_zygote(zygote, workdir, request, env, cpu_limit_s, progress, compile_timeout_s,
-                                      run_timeout_s, memory_limit_bytes, token)
+                return _run_in_zygote(
+                    zygote,
+                    workdir,
+                    request,
+                    env,
+                    cpu_limit_s,
+                    progress,
+                    compile_timeout_s,
+                    run_timeout_s,
+                    memory_limit_bytes,
+                    token,
+                )
             except (OSError, ValueError) as exc:  # the zygote broke: this verification runs the one-off way
                 log.warning("pre-started judge failed (%s); starting a fresh sandbox", exc)
                 Zygote.discard(zygote)
@@ -419,8 +476,14 @@ def run_worker(
                 (workdir / "request.json").write_text(json.dumps(request))
         with open(out_path, "wb") as out:
             proc = subprocess.Popen(
-                argv, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True, preexec_fn=functools.partial(_limits, memory_limit_bytes, cpu_limit_s),
+                argv,
+                cwd=workdir,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=functools.partial(_limits, memory_limit_bytes, cpu_limit_s),
             )
             timed_out_phase = _wait(proc, progress, compile_timeout_s, run_timeout_s)
             # Children the candidate forked die with the session, even after a clean exit.
@@ -444,7 +507,7 @@ def run_worker(
         isolation = {
             "environment": f"allowlist ({', '.join(ENV_ALLOWLIST)}); HOME and TMPDIR private",
             "limits": f"address space {memory_limit_bytes} bytes, cpu {cpu_limit_s} s, "
-                      f"file size {FILE_SIZE_LIMIT_BYTES} bytes, no core files",
+            f"file size {FILE_SIZE_LIMIT_BYTES} bytes, no core files",
             **ns_desc,
             "filesystem": "unknown: the worker did not report (it died before writing a result)",
             # What the process inside reported of its own layers (filesystem; the judge: runners).
@@ -452,22 +515,38 @@ def run_worker(
             "stray_processes_killed": str(swept),
         }
         return SandboxOutcome(
-            exit_code=code, signal_name=sig, timed_out_phase=timed_out_phase,
-            last_phase=_read_phase(progress, "start"), result=result, output_tail=_tail(out_path),
-            wall_s=wall_s, isolation=isolation, phases_s=phase_durations(_progress(progress), spawn_t, end_t),
+            exit_code=code,
+            signal_name=sig,
+            timed_out_phase=timed_out_phase,
+            last_phase=_read_phase(progress, "start"),
+            result=result,
+            output_tail=_tail(out_path),
+            wall_s=wall_s,
+            isolation=isolation,
+            phases_s=phase_durations(_progress(progress), spawn_t, end_t),
         )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _run_in_zygote(zygote: Zygote, workdir: Path, request: dict[str, Any], env: dict[str, str], cpu_limit_s: int,
-                   progress: Path, compile_timeout_s: float, run_timeout_s: float, memory_limit_bytes: int,
-                   token: str) -> SandboxOutcome:
+def _run_in_zygote(
+    zygote: Zygote,
+    workdir: Path,
+    request: dict[str, Any],
+    env: dict[str, str],
+    cpu_limit_s: int,
+    progress: Path,
+    compile_timeout_s: float,
+    run_timeout_s: float,
+    memory_limit_bytes: int,
+    token: str,
+) -> SandboxOutcome:
     request = {**request, "fresh_proc": zygote.fresh_proc}
     (workdir / "request.json").write_text(json.dumps(request))
     spawn_t, start = time.time(), time.monotonic()
-    code, timed_out_phase = zygote.run(workdir / "request.json", workdir, env, cpu_limit_s, progress,
-                                       compile_timeout_s, run_timeout_s)
+    code, timed_out_phase = zygote.run(
+        workdir / "request.json", workdir, env, cpu_limit_s, progress, compile_timeout_s, run_timeout_s
+    )
     end_t = time.time()
     swept = 0 if zygote.fresh_proc else sweep_token(token)
     sig = None if timed_out_phase else _signal_of(code, False)
@@ -480,19 +559,25 @@ def _run_in_zygote(zygote: Zygote, workdir: Path, request: dict[str, Any], env: 
     isolation = {
         "environment": f"allowlist ({', '.join(ENV_ALLOWLIST)}); HOME and TMPDIR private",
         "limits": f"address space {memory_limit_bytes} bytes, cpu {cpu_limit_s} s, "
-                  f"file size {FILE_SIZE_LIMIT_BYTES} bytes, no core files",
+        f"file size {FILE_SIZE_LIMIT_BYTES} bytes, no core files",
         **zygote.desc,
         "startup": "judge forked from a pre-started sandboxed process (torch imported once per launcher thread); "
-                   "every other process in its namespace is killed after each verification",
+        "every other process in its namespace is killed after each verification",
         "filesystem": "unknown: the worker did not report (it died before writing a result)",
         **{str(k): str(v)[:300] for k, v in (((result or {}).get("isolation") or {}).items())},
         "stray_processes_killed": str(swept),
     }
     return SandboxOutcome(
-        exit_code=None if timed_out_phase else code, signal_name=sig, timed_out_phase=timed_out_phase,
-        last_phase=_read_phase(progress, "start"), result=result, output_tail=_tail(workdir / "output.log"),
-        wall_s=time.monotonic() - start, isolation=isolation,
-        phases_s=phase_durations(_progress(progress), spawn_t, end_t))
+        exit_code=None if timed_out_phase else code,
+        signal_name=sig,
+        timed_out_phase=timed_out_phase,
+        last_phase=_read_phase(progress, "start"),
+        result=result,
+        output_tail=_tail(workdir / "output.log"),
+        wall_s=time.monotonic() - start,
+        isolation=isolation,
+        phases_s=phase_durations(_progress(progress), spawn_t, end_t),
+    )
 
 
 def _wait(proc: subprocess.Popen, progress: Path, compile_timeout_s: float, run_timeout_s: float) -> str | None:

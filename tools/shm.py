@@ -23,9 +23,21 @@ from pragma.tools.protocol import TensorSpec
 ALIGN_BYTES = 64  # cache-line alignment for every tensor in a region
 
 DTYPES: dict[str, torch.dtype] = {
-    str(d).replace("torch.", ""): d for d in (
-        torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8,
-        torch.int16, torch.int32, torch.int64, torch.bool, torch.complex64, torch.complex128)
+    str(d).replace("torch.", ""): d
+    for d in (
+        torch.float32,
+        torch.float64,
+        torch.float16,
+        torch.bfloat16,
+        torch.int8,
+        torch.uint8,
+        torch.int16,
+        torch.int32,
+        torch.int64,
+        torch.bool,
+        torch.complex64,
+        torch.complex128,
+    )
 }
 
 
@@ -48,7 +60,7 @@ class Region:
         extent = storage_elements(spec["shape"], spec["stride"])
         if spec["offset"] % item or spec["offset"] + extent * item > self.size_bytes:
             raise ValueError(f"tensor spec outside the region: {spec}")
-        flat = self._bytes[spec["offset"]: spec["offset"] + extent * item].view(dtype)
+        flat = self._bytes[spec["offset"] : spec["offset"] + extent * item].view(dtype)
         return flat.as_strided(spec["shape"], spec["stride"])
 
     def close(self) -> None:
@@ -85,8 +97,16 @@ def layout(values: list[Any]) -> tuple[list[TensorSpec], int]:
         dense = is_non_overlapping_and_dense(v) and all(s >= 0 for s in v.stride())
         stride = list(v.stride()) if dense else list(torch.empty(v.shape).stride())
         nbytes = storage_elements(list(v.shape), stride) * v.element_size()
-        specs.append(TensorSpec(index=i, offset=offset, shape=list(v.shape), stride=stride,
-                                dtype=str(v.dtype).replace("torch.", ""), nbytes=nbytes))
+        specs.append(
+            TensorSpec(
+                index=i,
+                offset=offset,
+                shape=list(v.shape),
+                stride=stride,
+                dtype=str(v.dtype).replace("torch.", ""),
+                nbytes=nbytes,
+            )
+        )
         offset = _aligned(offset + nbytes)
     return specs, offset
 
@@ -97,8 +117,10 @@ def check_output_spec(spec: Any, region_bytes: int, index: int) -> TensorSpec:
         raise ValueError("output spec is not an object")
     shape, stride, dtype = spec.get("shape"), spec.get("stride"), spec.get("dtype")
     offset, nbytes = spec.get("offset"), spec.get("nbytes")
+
     def ints(xs):
-        return (isinstance(xs, list) and len(xs) <= 16 and all(type(x) is int and x >= 0 for x in xs))
+        return isinstance(xs, list) and len(xs) <= 16 and all(type(x) is int and x >= 0 for x in xs)
+
     if not (ints(shape) and ints(stride) and len(shape) == len(stride)):
         raise ValueError(f"output {index}: malformed shape/stride")
     if dtype not in DTYPES or type(offset) is not int or type(nbytes) is not int or offset < 0:

@@ -98,8 +98,11 @@ class RunnerHandle:
                     self.stopped = True
                     return True
                 if os.WIFEXITED(status) or os.WIFSIGNALED(status):
-                    self.dead = (signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status)
-                                 else f"exit code {os.WEXITSTATUS(status)}")
+                    self.dead = (
+                        signal.Signals(os.WTERMSIG(status)).name
+                        if os.WIFSIGNALED(status)
+                        else f"exit code {os.WEXITSTATUS(status)}"
+                    )
                     return False
         except (ProcessLookupError, ChildProcessError, PermissionError):
             return False

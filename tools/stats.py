@@ -18,8 +18,14 @@ BOOTSTRAP_RESAMPLES = 2000
 CONFIDENCE = 0.95
 
 
-def ratio_ci(numerator_ms: list[float], denominator_ms: list[float], *, resamples: int = BOOTSTRAP_RESAMPLES,
-             confidence: float = CONFIDENCE, seed: int = 0) -> tuple[float, float]:
+def ratio_ci(
+    numerator_ms: list[float],
+    denominator_ms: list[float],
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    confidence: float = CONFIDENCE,
+    seed: int = 0,
+) -> tuple[float, float]:
     """Bootstrap CI of the median per-round ratio numerator_i / denominator_i.
 
     A speedup of B over A is ``ratio_ci(a_ms, b_ms)``. Returns (0.0, 0.0) without samples.
@@ -54,16 +60,21 @@ def summarize(samples_ms: dict[str, list[float]]) -> dict[str, object]:
     if not ref or not cand:
         return {}
     out: dict[str, object] = {
-        "runtime_ms": statistics.median(cand), "ref_runtime_ms": statistics.median(ref),
-        "runtime_min_ms": min(cand), "ref_runtime_min_ms": min(ref),
+        "runtime_ms": statistics.median(cand),
+        "ref_runtime_ms": statistics.median(ref),
+        "runtime_min_ms": min(cand),
+        "ref_runtime_min_ms": min(ref),
         "speedup": paired_speedup(ref, cand),
         "speedup_ci": list(ratio_ci(ref, cand)),
         "speedup_of_minimums": min(ref) / min(cand) if min(cand) > 0 else 0.0,
     }
     best = samples_ms.get("best") or []
     if best:
-        out.update(best_runtime_ms=statistics.median(best), speedup_vs_best=paired_speedup(best, cand),
-                   speedup_vs_best_ci=list(ratio_ci(best, cand)))
+        out.update(
+            best_runtime_ms=statistics.median(best),
+            speedup_vs_best=paired_speedup(best, cand),
+            speedup_vs_best_ci=list(ratio_ci(best, cand)),
+        )
     return out
 
 

@@ -159,6 +159,7 @@ def _scale(factor: float) -> Callable[[torch.Tensor, str, torch.Generator], torc
         if structure in FROZEN or structure == "probability rows":
             return None
         return t.clone().mul_(factor)
+
     return scale
 
 
@@ -277,12 +278,17 @@ def degenerate_across(judged: list[tuple[Any, float, float]]) -> str:
         # A few thousand evenly spread elements settle almost every real output at once; only an
         # output that looks fixed there is checked element by element.
         n = first.numel()
-        sample = (torch.linspace(0, n - 1, SAMPLE_ELEMENTS, dtype=torch.float64).long().clamp_(max=n - 1)
-                  if n > SAMPLE_ELEMENTS else None)
+        sample = (
+            torch.linspace(0, n - 1, SAMPLE_ELEMENTS, dtype=torch.float64).long().clamp_(max=n - 1)
+            if n > SAMPLE_ELEMENTS
+            else None
+        )
         if (sample is not None and _moves(refs, sample)) or _moves(refs, None):
             return ""  # this output leaves every single value's tolerance somewhere: a fixed output fails
-    return (f"one fixed output passes all {len(judged)} comparisons (every output stays within the "
-            "tolerance of a single value at every element); tighten atol or rescale the problem")
+    return (
+        f"one fixed output passes all {len(judged)} comparisons (every output stays within the "
+        "tolerance of a single value at every element); tighten atol or rescale the problem"
+    )
 
 
 def _moves(refs: list[tuple[torch.Tensor, float, float]], index: torch.Tensor | None) -> bool:

@@ -33,31 +33,68 @@ def build_env() -> dict[str, str]:
 
 def empty_result(status: Status, message: str, log_tail: str = "") -> dict[str, Any]:
     return {
-        "status": status, "message": message, "log_tail": log_tail,
-        "speedup": 0.0, "speedup_ci": [0.0, 0.0], "runtime_ms": 0.0, "ref_runtime_ms": 0.0,
-        "runtime_min_ms": 0.0, "ref_runtime_min_ms": 0.0,
-        "max_abs_diff": 0.0, "mean_abs_diff": 0.0, "num_threads": 0,
-        "checks": [], "samples_ms": {"candidate": [], "reference": []},
-        "sandbox": {}, "wall_s": 0.0, "builds": [], "phases_s": {},
-        "is_suspicious": False, "traffic_bytes": 0, "bandwidth_bytes_per_s": 0.0, "min_time_bound_ms": 0.0,
-        "holdout_ok": False, "is_new_best": False, "acceptance": "",
-        "best_runtime_ms": 0.0, "speedup_vs_best": 0.0, "speedup_vs_best_ci": [0.0, 0.0],
+        "status": status,
+        "message": message,
+        "log_tail": log_tail,
+        "speedup": 0.0,
+        "speedup_ci": [0.0, 0.0],
+        "runtime_ms": 0.0,
+        "ref_runtime_ms": 0.0,
+        "runtime_min_ms": 0.0,
+        "ref_runtime_min_ms": 0.0,
+        "max_abs_diff": 0.0,
+        "mean_abs_diff": 0.0,
+        "num_threads": 0,
+        "checks": [],
+        "samples_ms": {"candidate": [], "reference": []},
+        "sandbox": {},
+        "wall_s": 0.0,
+        "builds": [],
+        "phases_s": {},
+        "is_suspicious": False,
+        "traffic_bytes": 0,
+        "bandwidth_bytes_per_s": 0.0,
+        "min_time_bound_ms": 0.0,
+        "holdout_ok": False,
+        "is_new_best": False,
+        "acceptance": "",
+        "best_runtime_ms": 0.0,
+        "speedup_vs_best": 0.0,
+        "speedup_vs_best_ci": [0.0, 0.0],
         "speedup_of_minimums": 0.0,
-        "cpu_ratio": {}, "warmup_rounds": 0, "warmup_elapsed_s": 0.0,
-        "null_round_trip_ms": 0.0, "timing_slot_waited_s": 0.0, "audited_calls": [], "recorded_calls": [],
-        "fresh_inputs": "", "extra_batches": 0, "sequential_log": [], "sequential_decision_changed": False,
+        "cpu_ratio": {},
+        "warmup_rounds": 0,
+        "warmup_elapsed_s": 0.0,
+        "null_round_trip_ms": 0.0,
+        "timing_slot_waited_s": 0.0,
+        "audited_calls": [],
+        "recorded_calls": [],
+        "fresh_inputs": "",
+        "extra_batches": 0,
+        "sequential_log": [],
+        "sequential_decision_changed": False,
         "flops": 0,
-        "min_compute_time_bound_ms": 0.0, "stress": {"used": [], "skipped": []},
+        "min_compute_time_bound_ms": 0.0,
+        "stress": {"used": [], "skipped": []},
     }
 
 
 def request_for(problem_path: str, ctx: Context, mode: str) -> dict[str, Any]:
     return {
-        "mode": mode, "backend": ctx.backend, "problem_path": problem_path, "seed": ctx.seed,
+        "mode": mode,
+        "backend": ctx.backend,
+        "problem_path": problem_path,
+        "seed": ctx.seed,
         "num_threads": ctx.num_threads,
-        "atol": ctx.atol, "rtol": ctx.rtol, "correctness_trials": ctx.correctness_trials,
-        "warmup_calls": ctx.warmup_calls, "warmup_s": ctx.warmup_s, "timed_calls": ctx.timed_calls,
-        "profile_calls": ctx.profile_calls, "fresh_inputs": ctx.fresh_inputs, "acceptance_margin": ctx.acceptance_margin,
+        "atol": ctx.atol,
+        "rtol": ctx.rtol,
+        "correctness_trials": ctx.correctness_trials,
+        "warmup_calls": ctx.warmup_calls,
+        "warmup_s": ctx.warmup_s,
+        "timed_calls": ctx.timed_calls,
+        "profile_calls": ctx.profile_calls,
+        "fresh_inputs": ctx.fresh_inputs,
+        "acceptance_margin": ctx.acceptance_margin,
         **backends.sandbox_request(ctx),
     }
 
@@ -68,15 +105,24 @@ def outcome_to_result(outcome: sandbox.SandboxOutcome, ctx: Context) -> dict[str
         building = outcome.timed_out_phase in sandbox.BUILD_PHASES
         limit = ctx.compile_timeout_s if building else ctx.run_timeout_s
         what = "building the candidate" if building else f"phase '{outcome.timed_out_phase}'"
-        res = empty_result("timeout", f"{what} exceeded {limit:.0f} s; the process group was killed",
-                           outcome.output_tail)
+        res = empty_result(
+            "timeout", f"{what} exceeded {limit:.0f} s; the process group was killed", outcome.output_tail
+        )
     elif outcome.result is None:
         how = f"died with {outcome.signal_name}" if outcome.signal_name else f"exited with code {outcome.exit_code}"
-        res = empty_result("runtime_error", f"the candidate process {how} during phase '{outcome.last_phase}'"
-                           + _signal_hint(outcome.signal_name, ctx), outcome.output_tail)
+        res = empty_result(
+            "runtime_error",
+            f"the candidate process {how} during phase '{outcome.last_phase}'" + _signal_hint(outcome.signal_name, ctx),
+            outcome.output_tail,
+        )
         if outcome.signal_name in ("SIGXCPU", "SIGXFSZ"):
-            res["checks"] = [{"rule": "memory_limit" if outcome.signal_name == "SIGXFSZ" else "thread_budget",
-                              "verdict": "fail", "detail": res["message"]}]
+            res["checks"] = [
+                {
+                    "rule": "memory_limit" if outcome.signal_name == "SIGXFSZ" else "thread_budget",
+                    "verdict": "fail",
+                    "detail": res["message"],
+                }
+            ]
     else:
         res = empty_result("runtime_error", "")
         res.update({k: v for k, v in outcome.result.items() if v is not None and k != "isolation"})
@@ -97,15 +143,18 @@ def _unconfined(isolation: dict[str, str]) -> str:
     has_pid_ns = "PID namespace" in isolation.get("processes", "")
     if has_pid_ns or any(layer and not layer.startswith(("none", "unknown")) for layer in isolating):
         return ""
-    return ("UNCONFINED: no namespace and no Landlock here; the candidate ran with this user's access "
-            "(environment allowlist and rlimits only)")
+    return (
+        "UNCONFINED: no namespace and no Landlock here; the candidate ran with this user's access "
+        "(environment allowlist and rlimits only)"
+    )
 
 
 def _signal_hint(signal_name: str | None, ctx: Context) -> str:
-    return {"SIGXCPU": " (CPU-time limit of the sandbox)",
-            "SIGXFSZ": f" (file-size limit of {sandbox.FILE_SIZE_LIMIT_BYTES} bytes: too much output?)",
-            "SIGKILL": f" (killed: out of memory? the address-space limit is {ctx.memory_limit_bytes} bytes)",
-            }.get(signal_name or "", "")
+    return {
+        "SIGXCPU": " (CPU-time limit of the sandbox)",
+        "SIGXFSZ": f" (file-size limit of {sandbox.FILE_SIZE_LIMIT_BYTES} bytes: too much output?)",
+        "SIGKILL": f" (killed: out of memory? the address-space limit is {ctx.memory_limit_bytes} bytes)",
+    }.get(signal_name or "", "")
 
 
 def _finite(value: Any) -> Any:
@@ -136,19 +185,27 @@ def _accept(res: dict[str, Any], has_best: bool, best_speedup: float, margin: fl
         how = f" after {res['extra_batches']} extra batch(es) of timing" if res.get("extra_batches") else ""
         bar = 1.0 + margin
         if low > bar:
-            return True, (f"accepted{how}: faster than the best, 95% CI of the speedup over it "
-                          f"[{low:.3f}, {high:.3f}] > {bar:.3f} (1 + acceptance_margin)")
-        return False, (f"not accepted{how}: 95% CI of the speedup over the best [{low:.3f}, {high:.3f}] is not "
-                       f"above {bar:.3f} (1 + acceptance_margin)")
+            return True, (
+                f"accepted{how}: faster than the best, 95% CI of the speedup over it "
+                f"[{low:.3f}, {high:.3f}] > {bar:.3f} (1 + acceptance_margin)"
+            )
+        return False, (
+            f"not accepted{how}: 95% CI of the speedup over the best [{low:.3f}, {high:.3f}] is not "
+            f"above {bar:.3f} (1 + acceptance_margin)"
+        )
     # The best could not be re-run next to it: compare against its recorded speedup instead.
     low = res["speedup_ci"][0]
     if low > best_speedup:
-        return True, f"accepted: speedup CI low {low:.3f} above the best's recorded {best_speedup:.3f} (best not re-run)"
+        return (
+            True,
+            f"accepted: speedup CI low {low:.3f} above the best's recorded {best_speedup:.3f} (best not re-run)",
+        )
     return False, f"not accepted: speedup CI low {low:.3f} not above the best's recorded {best_speedup:.3f}"
 
 
-def verify_candidate(problem_path: str, code: str, ctx: Context, *, best_code: str | None = None,
-                     best_speedup: float = 0.0) -> dict[str, Any]:
+def verify_candidate(
+    problem_path: str, code: str, ctx: Context, *, best_code: str | None = None, best_speedup: float = 0.0
+) -> dict[str, Any]:
     """Compile, check and time ``code`` against the problem's reference in the sandbox.
 
     With ``best_code`` (the current historical best) the best is timed in the same interleaved
@@ -169,8 +226,12 @@ def verify_candidate(problem_path: str, code: str, ctx: Context, *, best_code: s
     static_s = time.monotonic() - t0
     if failure := anticheat.first_failure(checks):
         res = empty_result("rejected", f"rule {failure['rule']}: {failure['detail']}")
-        res.update(checks=checks, sandbox={"static": "rejected before any code ran"},
-                   phases_s={"static_checks": round(static_s, 4)}, wall_s=static_s)
+        res.update(
+            checks=checks,
+            sandbox={"static": "rejected before any code ran"},
+            phases_s={"static_checks": round(static_s, 4)},
+            wall_s=static_s,
+        )
         res["acceptance"] = "not accepted: status rejected"
         return _finite(res)
     request = request_for(problem_path, ctx, "verify")
@@ -182,9 +243,14 @@ def verify_candidate(problem_path: str, code: str, ctx: Context, *, best_code: s
     if best_code:
         files["best.py"] = best_code
     outcome = sandbox.run_worker(
-        request, compile_timeout_s=ctx.compile_timeout_s, run_timeout_s=ctx.run_timeout_s,
-        memory_limit_bytes=backends.memory_limit_bytes(ctx), num_threads=ctx.num_threads,
-        extra_env={**build_env(), **backends.sandbox_env(ctx)}, files=files, prestarted=ctx.prestarted_judge,
+        request,
+        compile_timeout_s=ctx.compile_timeout_s,
+        run_timeout_s=ctx.run_timeout_s,
+        memory_limit_bytes=backends.memory_limit_bytes(ctx),
+        num_threads=ctx.num_threads,
+        extra_env={**build_env(), **backends.sandbox_env(ctx)},
+        files=files,
+        prestarted=ctx.prestarted_judge,
     )
     res = outcome_to_result(outcome, ctx)
     res["checks"] = checks + list(res.get("checks") or [])
@@ -192,24 +258,38 @@ def verify_candidate(problem_path: str, code: str, ctx: Context, *, best_code: s
     if res["status"] == "ok":
         res.update(stats.summarize(res["samples_ms"]))
         # The candidate's median: its minimum is too noisy on a loaded machine (see physical.py).
-        plaus = backends.plausibility(ctx, int(res["traffic_bytes"]), res["runtime_ms"],
-                                      res["ref_runtime_min_ms"])
-        compute = physical.compute_bound(int(res.get("flops") or 0), res["runtime_ms"], ctx.num_threads) \
-            if ctx.backend == "cpu" else None
+        plaus = backends.plausibility(ctx, int(res["traffic_bytes"]), res["runtime_ms"], res["ref_runtime_min_ms"])
+        compute = (
+            physical.compute_bound(int(res.get("flops") or 0), res["runtime_ms"], ctx.num_threads)
+            if ctx.backend == "cpu"
+            else None
+        )
         if compute is not None and compute["is_suspicious"]:
-            plaus = {**plaus, "verdict": "warn", "is_suspicious": True,
-                     "detail": f"{compute['detail']} | memory roof: {plaus['detail']}"}
+            plaus = {
+                **plaus,
+                "verdict": "warn",
+                "is_suspicious": True,
+                "detail": f"{compute['detail']} | memory roof: {plaus['detail']}",
+            }
         elif compute is not None:
             plaus = {**plaus, "detail": f"{plaus['detail']} | compute roof: {compute['detail']}"}
         res["min_compute_time_bound_ms"] = compute["min_time_bound_ms"] if compute else 0.0
         res["checks"].append({k: plaus[k] for k in ("rule", "verdict", "detail")})
-        res.update(is_suspicious=plaus["is_suspicious"], bandwidth_bytes_per_s=plaus["bandwidth_bytes_per_s"],
-                   min_time_bound_ms=plaus["min_time_bound_ms"])
+        res.update(
+            is_suspicious=plaus["is_suspicious"],
+            bandwidth_bytes_per_s=plaus["bandwidth_bytes_per_s"],
+            min_time_bound_ms=plaus["min_time_bound_ms"],
+        )
         low, high = res["speedup_ci"]
-        res["message"] = (f"{res['message']}; speedup {res['speedup']:.3f}x (95% CI {low:.3f}-{high:.3f})"
-                          + ("; SUSPICIOUS: faster than the machine's roofs allow (see speedup_plausible)"
-                             if res["is_suspicious"] else ""))
+        res["message"] = f"{res['message']}; speedup {res['speedup']:.3f}x (95% CI {low:.3f}-{high:.3f})" + (
+            "; SUSPICIOUS: faster than the machine's roofs allow (see speedup_plausible)"
+            if res["is_suspicious"]
+            else ""
+        )
     res["is_new_best"], res["acceptance"] = _accept(res, bool(best_code), best_speedup, ctx.acceptance_margin)
-    res["phases_s"] = {"static_checks": round(static_s, 4), **res["phases_s"],
-                       "statistics": round(time.monotonic() - t_stats, 4)}
+    res["phases_s"] = {
+        "static_checks": round(static_s, 4),
+        **res["phases_s"],
+        "statistics": round(time.monotonic() - t_stats, 4),
+    }
     return _finite(res)

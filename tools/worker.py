@@ -75,8 +75,12 @@ def _is_compile_failure(exc: BaseException) -> bool:
 
 def _is_memory_failure(exc: BaseException) -> bool:
     text = str(exc)
-    return isinstance(exc, MemoryError) or "can't allocate memory" in text or "bad_alloc" in text \
+    return (
+        isinstance(exc, MemoryError)
+        or "can't allocate memory" in text
+        or "bad_alloc" in text
         or "Cannot allocate memory" in text
+    )
 
 
 def _failure(exc: BaseException, req: dict[str, Any], builds: list[dict[str, Any]]) -> dict[str, Any]:
@@ -92,8 +96,14 @@ def _failure(exc: BaseException, req: dict[str, Any], builds: list[dict[str, Any
         limit = int(req.get("memory_limit_bytes", 0))
         text = f"memory limit exceeded ({limit} bytes of address space per sandbox): {text}"
         checks = [{"rule": "memory_limit", "verdict": "fail", "detail": text[:300]}]
-    return {"status": status, "message": f"{type(exc).__name__}: {text}", "checks": checks,
-            "log_tail": traceback.format_exc()[-4000:], "builds": builds, "failed_phase": _PHASE[0]}
+    return {
+        "status": status,
+        "message": f"{type(exc).__name__}: {text}",
+        "checks": checks,
+        "log_tail": traceback.format_exc()[-4000:],
+        "builds": builds,
+        "failed_phase": _PHASE[0],
+    }
 
 
 def _placed(model, req: dict[str, Any]):
@@ -173,14 +183,23 @@ def _probe(req: dict[str, Any], workdir: Path) -> dict[str, Any]:
             # candidates need fixed output shapes, tools/glue.py).
             torch.manual_seed(int(req["seed"]) + 1)
             out2 = model(*problem.get_inputs())
-        return {"status": "ok", "message": "problem loads", "inputs": [_describe(x) for x in inputs],
-                "init_inputs": [_describe(x) for x in init_inputs], "ref_call_ms": ref_ms,
-                "outputs": _describe_outputs(out), "outputs_alt": _describe_outputs(out2),
-                "state_names": list(model.state_dict())[:20],
-                "state": [{"name": n, **_describe(t)} for n, t in list(model.state_dict().items())[:20]]}
+        return {
+            "status": "ok",
+            "message": "problem loads",
+            "inputs": [_describe(x) for x in inputs],
+            "init_inputs": [_describe(x) for x in init_inputs],
+            "ref_call_ms": ref_ms,
+            "outputs": _describe_outputs(out),
+            "outputs_alt": _describe_outputs(out2),
+            "state_names": list(model.state_dict())[:20],
+            "state": [{"name": n, **_describe(t)} for n, t in list(model.state_dict().items())[:20]],
+        }
     except BaseException as exc:
-        return {"status": "runtime_error", "message": f"{type(exc).__name__}: {str(exc)[-2000:]}",
-                "log_tail": traceback.format_exc()[-3000:]}
+        return {
+            "status": "runtime_error",
+            "message": f"{type(exc).__name__}: {str(exc)[-2000:]}",
+            "log_tail": traceback.format_exc()[-3000:],
+        }
 
 
 def _confine(request_path: str, req: dict[str, Any], workdir: Path) -> dict[str, str]:

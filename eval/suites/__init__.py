@@ -36,19 +36,57 @@ from pragma.tools.problem import ProblemError, check_source
 log = logging.getLogger(__name__)
 
 CATEGORIES = ("matmul", "activation", "normalization", "pooling/reduction", "convolution", "others")
-ALIASES = {"reduction": "pooling/reduction", "pooling": "pooling/reduction", "conv": "convolution",
-           "norm": "normalization", "other": "others", "gemm": "matmul"}
+ALIASES = {
+    "reduction": "pooling/reduction",
+    "pooling": "pooling/reduction",
+    "conv": "convolution",
+    "norm": "normalization",
+    "other": "others",
+    "gemm": "matmul",
+}
 # Checked in this order: a fused KernelBench level-2 problem (Conv2d_ReLU_BiasAdd) is named
 # after its heaviest operator first, and convolution/matmul dominate its cost.
 KEYWORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("convolution", ("conv",)),
-    ("matmul", ("matmul", "matrix_mult", "matrix_multiplication", "gemm", "bmm", "matvec", "mv_",
-                "linear", "mlp", "einsum", "dot")),
+    (
+        "matmul",
+        (
+            "matmul",
+            "matrix_mult",
+            "matrix_multiplication",
+            "gemm",
+            "bmm",
+            "matvec",
+            "mv_",
+            "linear",
+            "mlp",
+            "einsum",
+            "dot",
+        ),
+    ),
     ("normalization", ("norm", "softmax")),
-    ("pooling/reduction", ("pool", "reduction", "reduce", "argmax", "argmin", "sum", "mean", "max_",
-                           "min_", "prod", "logsumexp")),
-    ("activation", ("relu", "gelu", "sigmoid", "tanh", "elu", "softplus", "softsign", "swish", "silu",
-                    "hardtanh", "mish", "hardsigmoid", "activation")),
+    (
+        "pooling/reduction",
+        ("pool", "reduction", "reduce", "argmax", "argmin", "sum", "mean", "max_", "min_", "prod", "logsumexp"),
+    ),
+    (
+        "activation",
+        (
+            "relu",
+            "gelu",
+            "sigmoid",
+            "tanh",
+            "elu",
+            "softplus",
+            "softsign",
+            "swish",
+            "silu",
+            "hardtanh",
+            "mish",
+            "hardsigmoid",
+            "activation",
+        ),
+    ),
 )
 DOCSTRING_CATEGORY = re.compile(r"category:\s*([A-Za-z/_-]+)")
 
@@ -113,7 +151,7 @@ def _read_index(folder: Path) -> dict[str, str]:
     except ValueError as exc:
         raise SuiteError(f"{file}: not valid JSON: {exc}") from None
     if not isinstance(data, dict):
-        raise SuiteError(f"{file}: expected an object {{\"file.py\": \"category\"}}")
+        raise SuiteError(f'{file}: expected an object {{"file.py": "category"}}')
     return {str(k): str(v) for k, v in data.items()}
 
 
@@ -129,7 +167,7 @@ def read_overrides(path: str | Path | None) -> dict[str, Any]:
         raise SuiteError(f"{p}: cannot parse overrides: {exc}") from None
     unknown = set(data) - {"defaults", "problems"}
     if unknown or not all(isinstance(data.get(k, {}), dict) for k in ("defaults", "problems")):
-        raise SuiteError(f"{p}: expected {{\"defaults\": {{NAME: value}}, \"problems\": {{GLOB: {{NAME: value}}}}}}")
+        raise SuiteError(f'{p}: expected {{"defaults": {{NAME: value}}, "problems": {{GLOB: {{NAME: value}}}}}}')
     return {"defaults": data.get("defaults", {}), "problems": data.get("problems", {})}
 
 
@@ -188,8 +226,9 @@ def _materialize(name: str, text: str) -> Path:
     return path
 
 
-def load_suite(root: str | Path, overrides: str | Path | None = None,
-               patterns: list[str] | None = None) -> list[SuiteProblem]:
+def load_suite(
+    root: str | Path, overrides: str | Path | None = None, patterns: list[str] | None = None
+) -> list[SuiteProblem]:
     """Every problem under ``root`` (sorted by name), optionally filtered by name globs."""
     base = Path(root).expanduser().resolve()
     if not base.is_dir():
@@ -214,9 +253,16 @@ def load_suite(root: str | Path, overrides: str | Path | None = None,
         values = _overrides_for(name, set(module_globals(source)), spec, used)
         text = apply_overrides(source, values) if values else source
         load_path = _materialize(name, text) if values else path
-        problems.append(SuiteProblem(
-            name=name, path=str(load_path), source_path=str(path), category=_category(path, base, source, index),
-            sha256=hashlib.sha256(text.encode()).hexdigest(), overrides=values))
+        problems.append(
+            SuiteProblem(
+                name=name,
+                path=str(load_path),
+                source_path=str(path),
+                category=_category(path, base, source, index),
+                sha256=hashlib.sha256(text.encode()).hexdigest(),
+                overrides=values,
+            )
+        )
     unused = sorted(set(spec["problems"]) - used)
     if unused:
         raise SuiteError(f"override patterns match no problem: {', '.join(unused)}")

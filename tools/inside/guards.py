@@ -25,20 +25,27 @@ import torch.nn.functional
 from torch.utils._python_dispatch import TorchDispatchMode
 
 # aten ops a forward may dispatch without computing the operator: allocation, views, copies.
-GLUE_OPS = frozenset("""
+GLUE_OPS = frozenset(
+    """
 empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like new_zeros ones
 ones_like new_ones full full_like new_full fill_ zero_ lift_fresh lift_fresh_copy clone copy_
 _to_copy view _unsafe_view _reshape_alias reshape as_strided t transpose permute expand squeeze
 unsqueeze select slice narrow unbind split split_with_sizes chunk alias detach view_as unflatten
 flatten contiguous resize_ is_contiguous sym_size sym_stride sym_numel sym_storage_offset
 _local_scalar_dense
-""".split())
+""".split()
+)
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 # Process-wide objects whose attributes a candidate could replace to fool timing or comparison.
 _PATCH_TARGETS: dict[str, Any] = {
-    "time": time, "torch": torch, "torch.nn.functional": torch.nn.functional, "builtins": builtins,
-    "math": math, "torch.Tensor": torch.Tensor, "torch._C.TensorBase": torch._C.TensorBase,
+    "time": time,
+    "torch": torch,
+    "torch.nn.functional": torch.nn.functional,
+    "builtins": builtins,
+    "math": math,
+    "torch.Tensor": torch.Tensor,
+    "torch._C.TensorBase": torch._C.TensorBase,
     "torch.nn.Module": torch.nn.Module,
 }
 
@@ -75,8 +82,9 @@ class Baseline:
 
     def __init__(self, num_threads: int):
         self.num_threads = num_threads
-        self.patchable = {(label, key): value for label, obj in _PATCH_TARGETS.items()
-                          for key, value in list(vars(obj).items())}
+        self.patchable = {
+            (label, key): value for label, obj in _PATCH_TARGETS.items() for key, value in list(vars(obj).items())
+        }
         self.py_threads = set(threading.enumerate())
         self.os_threads = _os_thread_count()
         self.fp_ok = denormals_preserved()
@@ -97,15 +105,21 @@ class Baseline:
         if self.fp_ok and not denormals_preserved():
             found.append(("fp_environment", "denormals are now flushed to zero (FTZ/DAZ turned on)"))
         if torch.get_num_threads() != self.num_threads:
-            found.append(("thread_budget", f"torch uses {torch.get_num_threads()} threads, "
-                                           f"the verifier set {self.num_threads}"))
+            found.append(
+                ("thread_budget", f"torch uses {torch.get_num_threads()} threads, the verifier set {self.num_threads}")
+            )
         extra_py = [t.name for t in threading.enumerate() if t not in self.py_threads and t.is_alive()]
         if extra_py:
             found.append(("no_threads_or_processes", f"Python threads still running: {', '.join(extra_py[:5])}"))
         grown = _os_thread_count() - self.os_threads
         if grown > os_thread_allowance:
-            found.append(("thread_budget", f"{grown} more OS threads than before the candidate loaded "
-                                           f"(allowed {os_thread_allowance} at num_threads={self.num_threads})"))
+            found.append(
+                (
+                    "thread_budget",
+                    f"{grown} more OS threads than before the candidate loaded "
+                    f"(allowed {os_thread_allowance} at num_threads={self.num_threads})",
+                )
+            )
         if kids := child_pids():
             found.append(("no_threads_or_processes", f"{len(kids)} child process(es) alive after the call"))
         return found
@@ -164,8 +178,9 @@ class CallCounter:
                 counter.calls += 1
             return base.__call__(fn, *args)
 
-        lib._FuncPtr = type("CountingFuncPtr", (base,), {
-            "__call__": __call__, "_flags_": base._flags_, "_restype_": base._restype_})
+        lib._FuncPtr = type(
+            "CountingFuncPtr", (base,), {"__call__": __call__, "_flags_": base._flags_, "_restype_": base._restype_}
+        )
         self._libs.append((lib, base))
         return lib
 
@@ -183,8 +198,10 @@ class CallCounter:
         import importlib
 
         counter = self
-        for module_name, class_name in (("triton.runtime.jit", "JITFunction"),
-                                        ("triton.runtime.interpreter", "InterpretedFunction")):
+        for module_name, class_name in (
+            ("triton.runtime.jit", "JITFunction"),
+            ("triton.runtime.interpreter", "InterpretedFunction"),
+        ):
             try:
                 cls = getattr(importlib.import_module(module_name), class_name)
             except (ImportError, AttributeError):

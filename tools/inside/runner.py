@@ -48,8 +48,9 @@ def _record_load_inline(builds: list[dict[str, Any]], counter: guards.CallCounte
         def recording(*args, _original=original, **kwargs):
             module = _original(*args, **kwargs)
             so_path = getattr(module, "__file__", "") or ""
-            builds.append({"so_path": so_path, "source_path": str(Path(so_path).parent / "main.cpp"),
-                           "kind": "load_inline"})
+            builds.append(
+                {"so_path": so_path, "source_path": str(Path(so_path).parent / "main.cpp"), "kind": "load_inline"}
+            )
             if counter is not None:
                 counter.inline_modules.add(getattr(module, "__name__", ""))
             return module
@@ -68,20 +69,31 @@ def _is_compile_failure(exc: BaseException) -> bool:
 
 def _is_memory_failure(exc: BaseException) -> bool:
     text = str(exc)
-    return isinstance(exc, MemoryError) or "can't allocate memory" in text or "bad_alloc" in text \
+    return (
+        isinstance(exc, MemoryError)
+        or "can't allocate memory" in text
+        or "bad_alloc" in text
         or "Cannot allocate memory" in text
+    )
 
 
 def failure(exc: BaseException, loading: bool) -> dict[str, Any]:
     """An exception from the implementation, as a reply (status proposed; the judge bounds it)."""
-    kind = "compile_error" if loading and _is_compile_failure(exc) else (
-        "memory" if _is_memory_failure(exc) else "runtime_error")
+    kind = (
+        "compile_error"
+        if loading and _is_compile_failure(exc)
+        else ("memory" if _is_memory_failure(exc) else "runtime_error")
+    )
     text = str(exc)[-3000:]
     if kind == "compile_error":  # lead with the compiler's first error, not a context line
         first = next((ln for ln in text.splitlines() if "error" in ln.lower()), "")
         text = f"{first.strip()}\n{text}" if first else text
-    return {"ok": False, "kind": kind, "error": f"{type(exc).__name__}: {text}"[:6000],
-            "log_tail": traceback.format_exc()[-4000:]}
+    return {
+        "ok": False,
+        "kind": kind,
+        "error": f"{type(exc).__name__}: {text}"[:6000],
+        "log_tail": traceback.format_exc()[-4000:],
+    }
 
 
 class Runner:

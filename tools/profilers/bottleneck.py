@@ -11,8 +11,16 @@ from __future__ import annotations
 from typing import Any, Literal
 
 Bottleneck = Literal[
-    "memory-bound", "compute-bound", "latency/overhead-bound", "not-vectorized", "poor-locality",
-    "bad-speculation", "frontend-bound", "cache-resident", "dram-bound", "unknown",
+    "memory-bound",
+    "compute-bound",
+    "latency/overhead-bound",
+    "not-vectorized",
+    "poor-locality",
+    "bad-speculation",
+    "frontend-bound",
+    "cache-resident",
+    "dram-bound",
+    "unknown",
 ]
 VOCABULARY: tuple[str, ...] = Bottleneck.__args__  # type: ignore[attr-defined]
 
@@ -43,15 +51,19 @@ def roofline_side(roof: dict[str, Any] | None) -> Signal | None:
     """memory-bound / compute-bound from the side of the ridge point the kernel sits on."""
     if not roof or roof.get("status") != "ok":
         return None
-    where = (f"intensity {roof['arithmetic_intensity']:.3g} FLOP/byte vs ridge {roof['ridge_flop_per_byte']:.3g}, "
-             f"{roof['roofline_pct']:.0f}% of attainable")
+    where = (
+        f"intensity {roof['arithmetic_intensity']:.3g} FLOP/byte vs ridge {roof['ridge_flop_per_byte']:.3g}, "
+        f"{roof['roofline_pct']:.0f}% of attainable"
+    )
     if roof["bound_by"] == "memory":
         if "roof_level" not in roof:  # a roofline without cache levels (GPU, older peaks)
             return "memory-bound", f"{where} ({roof['achieved_gbs']:.3g} of {roof['peak_gbs']:.3g} GB/s)"
         # The memory side splits by where the working set lives: its roof is that level's bandwidth.
         label = "dram-bound" if roof["roof_level"] == "DRAM" else "cache-resident"
-        text = (f"{roof['roof_why']}: {roof['achieved_gbs']:.3g} of {roof['peak_gbs']:.3g} GB/s = "
-                f"{roof['bandwidth_pct']:.0f}% of the {roof['roof_level']} roof")
+        text = (
+            f"{roof['roof_why']}: {roof['achieved_gbs']:.3g} of {roof['peak_gbs']:.3g} GB/s = "
+            f"{roof['bandwidth_pct']:.0f}% of the {roof['roof_level']} roof"
+        )
         if roof["bandwidth_pct"] < FAR_FROM_ROOF_PCT:
             text += "; far from that roof: bandwidth is not what limits it (instructions per byte, vector width, loop overhead)"
         return label, f"{text}; {where}"
@@ -66,8 +78,12 @@ def _is_scalar(vect: dict[str, Any] | None, mix: dict[str, Any] | None) -> str |
     return None
 
 
-def signals_cpu(metrics: dict[str, dict[str, Any]], roof: dict[str, Any] | None,
-                vect: dict[str, Any] | None, mix: dict[str, Any] | None) -> list[Signal]:
+def signals_cpu(
+    metrics: dict[str, dict[str, Any]],
+    roof: dict[str, Any] | None,
+    vect: dict[str, Any] | None,
+    mix: dict[str, Any] | None,
+) -> list[Signal]:
     """Every label the evidence supports, strongest evidence first."""
     out: list[Signal] = []
     per_call = _v(metrics, "per_call_ms")
@@ -78,8 +94,9 @@ def signals_cpu(metrics: dict[str, dict[str, Any]], roof: dict[str, Any] | None,
     if (fe := _v(metrics, "topdown_frontend_bound_pct")) is not None and fe > FRONTEND_BOUND_PCT:
         out.append(("frontend-bound", f"top-down: {fe:.0f}% of slots frontend bound"))
     for pct_name, branches, instructions, limit, what in (
-            ("branch_miss_pct", "branches", "instructions", BRANCH_MISS_PCT, "perf counters"),
-            ("sim_branch_mispredict_pct", "sim_branches", "sim_instructions", SIM_BRANCH_MISS_PCT, "simulation")):
+        ("branch_miss_pct", "branches", "instructions", BRANCH_MISS_PCT, "perf counters"),
+        ("sim_branch_mispredict_pct", "sim_branches", "sim_instructions", SIM_BRANCH_MISS_PCT, "simulation"),
+    ):
         pct, nb, ni = _v(metrics, pct_name), _v(metrics, branches), _v(metrics, instructions)
         if pct is not None and pct > limit and (not ni or (nb or 0) / ni > BRANCHY_SHARE):
             out.append(("bad-speculation", f"{pct:.1f}% of branches mispredicted ({what})"))
@@ -87,13 +104,18 @@ def signals_cpu(metrics: dict[str, dict[str, Any]], roof: dict[str, Any] | None,
     traffic = _v(metrics, "sim_d1_traffic_ratio")
     if traffic is not None and side:
         low_compute = side[0] == "compute-bound" and roof["roofline_pct"] < LOW_ROOF_PCT
-        if (side[0] != "compute-bound" and traffic > POOR_LOCALITY_TRAFFIC) or \
-                (low_compute and traffic > POOR_LOCALITY_TRAFFIC_COMPUTE):
+        if (side[0] != "compute-bound" and traffic > POOR_LOCALITY_TRAFFIC) or (
+            low_compute and traffic > POOR_LOCALITY_TRAFFIC_COMPUTE
+        ):
             out.append(("poor-locality", f"L1 fills move {traffic:.1f}x the operation's minimum bytes (simulation)"))
     if (mem := _v(metrics, "topdown_memory_bound_pct")) is not None and side is None:
         core = _v(metrics, "topdown_core_bound_pct") or 0.0
-        out.append(("memory-bound" if mem >= core else "compute-bound",
-                    f"top-down level 2: memory bound {mem:.0f}% vs core bound {core:.0f}% of slots"))
+        out.append(
+            (
+                "memory-bound" if mem >= core else "compute-bound",
+                f"top-down level 2: memory bound {mem:.0f}% vs core bound {core:.0f}% of slots",
+            )
+        )
     if scalar := _is_scalar(vect, mix):
         # Scalar code limits a memory-side kernel when it is far below the roof of the level its
         # data lives in, or above it (the data then comes from a faster level than assumed).
@@ -109,8 +131,12 @@ def signals_cpu(metrics: dict[str, dict[str, Any]], roof: dict[str, Any] | None,
     return out
 
 
-def ambiguity(metrics: dict[str, dict[str, Any]], roof: dict[str, Any] | None, vect: dict[str, Any] | None,
-              mix: dict[str, Any] | None) -> str:
+def ambiguity(
+    metrics: dict[str, dict[str, Any]],
+    roof: dict[str, Any] | None,
+    vect: dict[str, Any] | None,
+    mix: dict[str, Any] | None,
+) -> str:
     """Why the cheap evidence (time, roofline, static analysis) cannot name the bottleneck, or ""
     when it can. Then the cache simulation is worth its cost: a vectorized kernel far below its
     roof may be held back by its access pattern (strided, reused lines evicted), which only cache
@@ -128,15 +154,21 @@ def ambiguity(metrics: dict[str, dict[str, Any]], roof: dict[str, Any] | None, v
             return f"scalar, yet only {share:.1f}% of its {roof.get('roof_level', 'bandwidth')} roof: access pattern unknown"
         return ""
     if roof["bound_by"] == "memory" and roof.get("bandwidth_pct", roof["roofline_pct"]) < FAR_FROM_ROOF_PCT:
-        return (f"vectorized, memory side, {roof.get('bandwidth_pct', roof['roofline_pct']):.0f}% of its "
-                f"{roof.get('roof_level', 'bandwidth')} roof: access pattern unknown")
+        return (
+            f"vectorized, memory side, {roof.get('bandwidth_pct', roof['roofline_pct']):.0f}% of its "
+            f"{roof.get('roof_level', 'bandwidth')} roof: access pattern unknown"
+        )
     if roof["bound_by"] == "compute" and roof["roofline_pct"] < LOW_ROOF_PCT:
         return f"vectorized, compute side, {roof['roofline_pct']:.0f}% of the compute roof: locality unknown"
     return ""
 
 
-def classify_cpu(metrics: dict[str, dict[str, Any]], vect: dict[str, Any] | None, mix: dict[str, Any] | None,
-                 roof: dict[str, Any] | None = None) -> tuple[str, str]:
+def classify_cpu(
+    metrics: dict[str, dict[str, Any]],
+    vect: dict[str, Any] | None,
+    mix: dict[str, Any] | None,
+    roof: dict[str, Any] | None = None,
+) -> tuple[str, str]:
     """Best label the available evidence supports, and the evidence in words."""
     signals = signals_cpu(metrics, roof, vect, mix)
     if not signals:

@@ -83,11 +83,15 @@ def helper_library(build_root: Path) -> tuple[str | None, str]:
     src = build_root / f"callgrind_helper_{key}.cpp"
     src.write_text(HELPER_SOURCE)
     tmp = so_path.with_suffix(".tmp.so")
-    proc = subprocess.run([compiler, "-O1", "-shared", "-fPIC", str(src), "-o", str(tmp)],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [compiler, "-O1", "-shared", "-fPIC", str(src), "-o", str(tmp)], capture_output=True, text=True, timeout=120
+    )
     if proc.returncode != 0:
-        return None, ("valgrind/callgrind.h not found (Debian ships it in the valgrind package)"
-                      if "callgrind.h" in proc.stderr else proc.stderr.strip()[-200:])
+        return None, (
+            "valgrind/callgrind.h not found (Debian ships it in the valgrind package)"
+            if "callgrind.h" in proc.stderr
+            else proc.stderr.strip()[-200:]
+        )
     tmp.replace(so_path)
     return str(so_path), ""
 
@@ -123,8 +127,14 @@ def _power_of_two_sets(level: dict[str, Any]) -> tuple[str, str]:
     sets = level["sets"] or level["size_bytes"] // (ways * line)
     pow2 = 1 << max(0, sets.bit_length() - 1)
     size = pow2 * ways * line
-    note = "" if pow2 == sets else (f"{level['name']} {level['size_bytes'] // 1024} KiB has {sets} sets; "
-                                    f"simulated as {size // 1024} KiB ({pow2} sets, {ways}-way)")
+    note = (
+        ""
+        if pow2 == sets
+        else (
+            f"{level['name']} {level['size_bytes'] // 1024} KiB has {sets} sets; "
+            f"simulated as {size // 1024} KiB ({pow2} sets, {ways}-way)"
+        )
+    )
     return f"{size},{ways},{line}", note
 
 
@@ -132,8 +142,11 @@ def geometry(caches: list[dict[str, Any]]) -> tuple[list[str], dict[str, Any], l
     """(valgrind flags, the geometry used, notes) for I1, D1 and the last-level cache."""
     by_name = {c["name"]: c for c in caches}
     unified = [c for c in caches if c["type"] == "Unified"]
-    chosen = {"I1": by_name.get("L1i"), "D1": by_name.get("L1d"),
-              "LL": max(unified, key=lambda c: c["level"]) if unified else None}
+    chosen = {
+        "I1": by_name.get("L1i"),
+        "D1": by_name.get("L1d"),
+        "LL": max(unified, key=lambda c: c["level"]) if unified else None,
+    }
     flags, used, notes = [], {}, []
     for sim, level in chosen.items():
         if not level or not level.get("ways"):
@@ -141,8 +154,12 @@ def geometry(caches: list[dict[str, Any]]) -> tuple[list[str], dict[str, Any], l
             continue
         spec, note = _power_of_two_sets(level)
         flags.append(f"--{sim}={spec}")
-        used[sim] = {"from": level["name"], "size_bytes": int(spec.split(",")[0]), "ways": level["ways"],
-                     "line_bytes": level["line_bytes"]}
+        used[sim] = {
+            "from": level["name"],
+            "size_bytes": int(spec.split(",")[0]),
+            "ways": level["ways"],
+            "line_bytes": level["line_bytes"],
+        }
         if note:
             notes.append(note)
     return flags, used, notes
@@ -155,8 +172,16 @@ def entry_toggles(build_kinds: list[str]) -> list[str]:
 def command_prefix(out_file: str, cache_flags: list[str], *, has_helper: bool, toggles: list[str]) -> list[str]:
     """callgrind collecting inside ``toggles`` (function patterns); with none, the region's client
     requests toggle collection around all the kernel calls."""
-    cmd = [valgrind_binary() or "valgrind", "--tool=callgrind", "--vgdb=no", f"--callgrind-out-file={out_file}",
-           "--cache-sim=yes", "--branch-sim=yes", "--collect-atstart=no", *cache_flags]
+    cmd = [
+        valgrind_binary() or "valgrind",
+        "--tool=callgrind",
+        "--vgdb=no",
+        f"--callgrind-out-file={out_file}",
+        "--cache-sim=yes",
+        "--branch-sim=yes",
+        "--collect-atstart=no",
+        *cache_flags,
+    ]
     if has_helper:
         cmd.append("--instr-atstart=no")
     return cmd + [f"--toggle-collect={t}" for t in toggles]
@@ -212,14 +237,17 @@ def parse(text: str) -> dict[str, Any]:
             acc = selfcost.setdefault((obj, fn), [0.0] * len(events))
             for i, v in enumerate(costs[: len(events)]):
                 acc[i] += float(v)
-    functions = [{"name": f, "object": Path(o).name, "self": dict(zip(events, c, strict=False))}
-                 for (o, f), c in selfcost.items()]
+    functions = [
+        {"name": f, "object": Path(o).name, "self": dict(zip(events, c, strict=False))}
+        for (o, f), c in selfcost.items()
+    ]
     functions.sort(key=lambda r: -r["self"].get("Ir", 0.0))
     return {"events": events, "totals": totals, "functions": functions}
 
 
-def to_metrics(parsed: dict[str, Any], calls: int, line_bytes: int,
-               min_bytes: float | None) -> tuple[dict[str, dict], list[str]]:
+def to_metrics(
+    parsed: dict[str, Any], calls: int, line_bytes: int, min_bytes: float | None
+) -> tuple[dict[str, dict], list[str]]:
     """Per-call metrics from the totals (events missing from the run count as absent, not 0)."""
     t, calls = parsed["totals"], max(1, calls)
     notes: list[str] = []
@@ -230,14 +258,24 @@ def to_metrics(parsed: dict[str, Any], calls: int, line_bytes: int,
         return sum(t[n] for n in names) if all(n in t for n in names) else None
 
     out: dict[str, dict] = {}
-    per_call = {"sim_instructions": total("Ir"), "sim_data_accesses": total("Dr", "Dw"),
-                "sim_d1_misses": total("D1mr", "D1mw"), "sim_ll_misses": total("ILmr", "DLmr", "DLmw"),
-                "sim_branches": total("Bc", "Bi"), "sim_branch_mispredicts": total("Bcm", "Bim")}
+    per_call = {
+        "sim_instructions": total("Ir"),
+        "sim_data_accesses": total("Dr", "Dw"),
+        "sim_d1_misses": total("D1mr", "D1mw"),
+        "sim_ll_misses": total("ILmr", "DLmr", "DLmw"),
+        "sim_branches": total("Bc", "Bi"),
+        "sim_branch_mispredicts": total("Bcm", "Bim"),
+    }
     for name, value in per_call.items():
         if value is not None:
             out[name] = metric(name, value / calls, SOURCE)
-    acc, d1, ll, br, bm = (total("Dr", "Dw"), total("D1mr", "D1mw"), total("DLmr", "DLmw"),
-                           total("Bc", "Bi"), total("Bcm", "Bim"))
+    acc, d1, ll, br, bm = (
+        total("Dr", "Dw"),
+        total("D1mr", "D1mw"),
+        total("DLmr", "DLmw"),
+        total("Bc", "Bi"),
+        total("Bcm", "Bim"),
+    )
     if acc and d1 is not None:
         out["sim_d1_miss_pct"] = metric("sim_d1_miss_pct", 100.0 * d1 / acc, SOURCE)
     if acc and ll is not None:

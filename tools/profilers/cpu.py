@@ -44,8 +44,9 @@ CONFIDENCE_ORDER = ("hardware-counters", "simulation", "static", "timing-only")
 MAX_LOOPS_KEPT = 12
 
 
-def _static(build: dict[str, Any], sources: list[str], metrics: dict, notes: list[str],
-            tools: dict, hot_symbols: list[str]) -> tuple[dict | None, dict | None, dict | None]:
+def _static(
+    build: dict[str, Any], sources: list[str], metrics: dict, notes: list[str], tools: dict, hot_symbols: list[str]
+) -> tuple[dict | None, dict | None, dict | None]:
     vect = mix = loop = None
     # A load_inline source includes torch's headers: its report costs a full compile (~40 s).
     flags = vectorization.torch_extension_flags() if build["kind"] == "load_inline" else []
@@ -71,8 +72,10 @@ def _static(build: dict[str, Any], sources: list[str], metrics: dict, notes: lis
             metrics[key] = metric(key, mix[key], "objdump (static)")
         metrics["static_instructions"] = metric("static_instructions", mix["instructions"], "objdump (static)")
         if vect and vect["vectorized_loops"] and not mix["packed_fp"] and mix["scalar_fp"]:
-            notes.append("gcc's report claims vectorized loops but the built binary has no packed FP: "
-                         "the candidate's build flags (e.g. -O0) differ from the report's")
+            notes.append(
+                "gcc's report claims vectorized loops but the built binary has no packed FP: "
+                "the candidate's build flags (e.g. -O0) differ from the report's"
+            )
         # The hot loop's throughput on this CPU's model: works where counters and valgrind do not
         # (AVX-512 binaries included), in well under a second.
         t0 = time.monotonic()
@@ -98,8 +101,16 @@ def _timed(tools: dict, name: str, fn: Callable[[], Any]) -> Any:
     return out
 
 
-def _perf_part(parsed: dict[str, Any] | None, region: dict[str, Any], metrics: dict, unavailable: dict,
-               notes: list[str], sources: list[str], tools: dict, tdown_groups: list[str]) -> bool:
+def _perf_part(
+    parsed: dict[str, Any] | None,
+    region: dict[str, Any],
+    metrics: dict,
+    unavailable: dict,
+    notes: list[str],
+    sources: list[str],
+    tools: dict,
+    tdown_groups: list[str],
+) -> bool:
     """Merge perf stat's metrics into the profile; returns whether hardware counters worked."""
     if parsed is None:
         tools["perf_stat"]["status"] = "unavailable"
@@ -108,14 +119,16 @@ def _perf_part(parsed: dict[str, Any] | None, region: dict[str, Any], metrics: d
     wanted = set(region.get("perf_events", []))
     # Events perf added for metric groups are inputs to those metrics, not metrics themselves.
     parsed = {**parsed, "events": {k: v for k, v in parsed["events"].items() if k in wanted}}
-    pm, unavail, pnotes = perf_stat.to_metrics(parsed, int(region["calls"]), region["region_ms"],
-                                               region.get("perf_groups", []))
+    pm, unavail, pnotes = perf_stat.to_metrics(
+        parsed, int(region["calls"]), region["region_ms"], region.get("perf_groups", [])
+    )
     metrics.update(pm)
     unavailable.update(unavail)
     notes += pnotes
     has_hw = perf_stat.has_hardware_counters(pm)
-    sources.append("perf stat hardware counters (kernel region)" if has_hw
-                   else "perf stat software events (kernel region)")
+    sources.append(
+        "perf stat hardware counters (kernel region)" if has_hw else "perf stat software events (kernel region)"
+    )
     if any(k.startswith("topdown_") for k in pm):
         sources.append("perf top-down metrics")
     elif not tdown_groups:
@@ -124,8 +137,15 @@ def _perf_part(parsed: dict[str, Any] | None, region: dict[str, Any], metrics: d
     return has_hw
 
 
-def _roofline_part(region: dict[str, Any], metrics: dict, peak: dict[str, Any], ctx: Context,
-                   notes: list[str], sources: list[str], unavailable: dict) -> dict[str, Any]:
+def _roofline_part(
+    region: dict[str, Any],
+    metrics: dict,
+    peak: dict[str, Any],
+    ctx: Context,
+    notes: list[str],
+    sources: list[str],
+    unavailable: dict,
+) -> dict[str, Any]:
     per_call_ms = float(region["per_call_ms"])
     roof_ms, basis = per_call_ms, "wall clock"
     cpu_ms = metrics.get("task-clock", {}).get("value")
@@ -133,8 +153,10 @@ def _roofline_part(region: dict[str, Any], metrics: dict, peak: dict[str, Any], 
         # One thread that was on a core only part of the wall time: others' load preempted it,
         # and its CPU time is what the kernel itself needed.
         roof_ms, basis = cpu_ms, "task-clock (CPU time: the machine was busy, wall clock was longer)"
-        notes.append(f"the kernel ran {100 * cpu_ms / per_call_ms:.0f}% of the wall-clock time (machine busy): "
-                     "per_call_ms overstates its cost; the roofline uses its CPU time")
+        notes.append(
+            f"the kernel ran {100 * cpu_ms / per_call_ms:.0f}% of the wall-clock time (machine busy): "
+            "per_call_ms overstates its cost; the roofline uses its CPU time"
+        )
     if region.get("op_cost_error"):
         notes.append(f"operation FLOPs/bytes not measured: {region['op_cost_error']}")
     roof = roofline.compute(region.get("op_cost"), roof_ms, peak, ctx.num_threads)
@@ -145,18 +167,55 @@ def _roofline_part(region: dict[str, Any], metrics: dict, peak: dict[str, Any], 
     metrics.update(roofline.to_metrics(roof))
     sources.append("roofline vs measured peaks")
     if roof["achieved_gbs"] > roof["peak_gbs"] * 1.2:
-        notes.append(f"achieved bandwidth is above the measured {roof.get('roof_level', 'DRAM')} triad: part of the "
-                     "working set is served from a faster level, so this roof understates what is attainable")
+        notes.append(
+            f"achieved bandwidth is above the measured {roof.get('roof_level', 'DRAM')} triad: part of the "
+            "working set is served from a faster level, so this roof understates what is attainable"
+        )
     return roof
 
 
-def profile_candidate(problem_path: str, code: str, ctx: Context,
-                      extra_metrics: list[str] | None = None) -> dict[str, Any]:
+COLD_RATIO_CACHED = 1.3  # cold calls this much slower than warm ones: the warm loop was cache-served
+COLD_RATIO_STREAMING = 1.1  # within 10%: the caches did not matter (noise on this VM is a few %)
+
+
+def _micro_part(
+    micro: dict[str, Any], metrics: dict, notes: list[str], sources: list[str], unavailable: dict[str, str]
+) -> None:
+    """The region's micro-experiments as metrics, each with its source, and what they say."""
+    if micro.get("status") != "ok":
+        if micro:
+            unavailable["micro_experiments"] = str(micro.get("reason", "not run"))
+        return
+    src = f"micro-experiment: median of {micro['calls_each']} calls, counting off"
+    ratio = float(micro["cold_warm_ratio"])
+    metrics["cold_call_ms"] = metric(
+        "cold_call_ms", micro["cold_ms"], f"{src}, after writing {micro['flush_bytes'] >> 20} MiB"
+    )
+    metrics["cold_warm_ratio"] = metric("cold_warm_ratio", ratio, src)
+    sources.append("micro-experiment (cold vs warm caches)")
+    if ratio >= COLD_RATIO_CACHED:
+        notes.append(
+            f"cold calls (caches flushed) take {ratio:.2f}x the warm ones: the profiled loop is served from a "
+            "cache, so a cache-level roof applies, not DRAM"
+        )
+    elif ratio <= COLD_RATIO_STREAMING:
+        notes.append(
+            f"cold calls take {ratio:.2f}x the warm ones: the data is not kept in cache between calls "
+            "(DRAM-streaming or compute-bound), so a cache roof would overstate what is attainable"
+        )
+    else:
+        notes.append(f"cold calls take {ratio:.2f}x the warm ones: part of the data is served from a cache")
+
+
+def profile_candidate(
+    problem_path: str, code: str, ctx: Context, extra_metrics: list[str] | None = None
+) -> dict[str, Any]:
     started = time.monotonic()
     spec = hardware.cpu_spec()
     perf = perf_stat.perf_binary()
-    req = extra.resolve(extra_metrics or [], topdown.available_metrics(perf) if perf else frozenset(),
-                        tuple(perf_stat.default_events()))
+    req = extra.resolve(
+        extra_metrics or [], topdown.available_metrics(perf) if perf else frozenset(), tuple(perf_stat.default_events())
+    )
     tdown_groups = topdown.pick_groups(set(topdown.available_metric_groups(perf))) if perf else []
     tools: dict[str, dict[str, Any]] = {}
     notes: list[str] = [f"ignored extra metric {k!r}: {v}" for k, v in req.rejected.items()]
@@ -167,19 +226,35 @@ def profile_candidate(problem_path: str, code: str, ctx: Context,
     # it holds the machine's timing slot (other PRAGMA processes' timed phases wait, and it waits
     # for theirs). The candidate is already built by the verifier: the slot is held for seconds.
     with timing_slot.hold("profiler counting run") as slot:
-        region, parsed, run_notes = _timed(tools, "perf_stat", lambda: runs.counting_run(
-            problem_path, code, ctx, perf_stat.default_events(req.events), tdown_groups + req.metric_groups))
+        region, parsed, run_notes = _timed(
+            tools,
+            "perf_stat",
+            lambda: runs.counting_run(
+                problem_path, code, ctx, perf_stat.default_events(req.events), tdown_groups + req.metric_groups
+            ),
+        )
     tools["perf_stat"]["timing_slot_waited_s"] = round(slot["waited_s"], 2)
     notes += run_notes
     if region.get("status") != "ok":
-        return {"status": "unavailable", "reason": f"profiled run failed: {str(region.get('message', ''))[:300]}",
-                "sources": [], "confidence": "none", "metrics": {}, "roofline": {}, "bottleneck": "unknown",
-                "notes": notes, "tools": tools, "profile_wall_s": round(time.monotonic() - started, 2)}
+        return {
+            "status": "unavailable",
+            "reason": f"profiled run failed: {str(region.get('message', ''))[:300]}",
+            "sources": [],
+            "confidence": "none",
+            "metrics": {},
+            "roofline": {},
+            "bottleneck": "unknown",
+            "notes": notes,
+            "tools": tools,
+            "profile_wall_s": round(time.monotonic() - started, 2),
+        }
     if parsed is None and run_notes:
         tools["perf_stat"]["reason"] = run_notes[-1]
     metrics: dict[str, dict[str, Any]] = {
-        "per_call_ms": metric("per_call_ms", region["per_call_ms"], "wall clock (profiled region)")}
+        "per_call_ms": metric("per_call_ms", region["per_call_ms"], "wall clock (profiled region)")
+    }
     sources, unavailable = ["wall clock"], {}
+    _micro_part(region.get("micro") or {}, metrics, notes, sources, unavailable)
     has_hw = _perf_part(parsed, region, metrics, unavailable, notes, sources, tools, tdown_groups)
     builds = region.get("builds") or []
 
@@ -240,9 +315,16 @@ def profile_candidate(problem_path: str, code: str, ctx: Context,
             sim_started = time.monotonic()
             sim_future = pool.submit(runs.simulation_run, problem_path, code, ctx, spec, kinds)
         else:
-            tools["callgrind"] = {"status": "skipped", "reason": (
-                "hardware counters available" if has_hw else f"profile_simulate={mode}" if mode != "auto"
-                else "cheap evidence is unambiguous (ask for a sim_* metric to run it)")}
+            tools["callgrind"] = {
+                "status": "skipped",
+                "reason": (
+                    "hardware counters available"
+                    if has_hw
+                    else f"profile_simulate={mode}"
+                    if mode != "auto"
+                    else "cheap evidence is unambiguous (ask for a sim_* metric to run it)"
+                ),
+            }
 
     has_sim = False
     if sim_future is not None:
@@ -255,8 +337,7 @@ def profile_candidate(problem_path: str, code: str, ctx: Context,
         notes += sim_notes
         if sim is not None:
             line = next((g["line_bytes"] for g in facts.get("geometry", {}).values()), 64)
-            sm, snotes = callgrind.to_metrics(sim, facts["calls"], line,
-                                              (region.get("op_cost") or {}).get("min_bytes"))
+            sm, snotes = callgrind.to_metrics(sim, facts["calls"], line, (region.get("op_cost") or {}).get("min_bytes"))
             notes += snotes
             metrics.update(sm)
             has_sim = bool(sm)
@@ -269,20 +350,31 @@ def profile_candidate(problem_path: str, code: str, ctx: Context,
 
     signals = bottleneck.signals_cpu(metrics, roof, vect, mix)
     label, why = signals[0] if signals else ("unknown", "no evidence separates the bottlenecks")
-    confidence = ("hardware-counters" if has_hw else "simulation" if has_sim
-                  else "static" if (vect or mix) else "timing-only")
+    confidence = (
+        "hardware-counters" if has_hw else "simulation" if has_sim else "static" if (vect or mix) else "timing-only"
+    )
     confidence_reason = _confidence_reason(confidence, tools, unavailable, loop)
     if vect:
         vect = {**vect, "loops": vect["loops"][:MAX_LOOPS_KEPT]}
     return {
-        "status": "ok", "sources": sources, "confidence": confidence, "metrics": metrics, "roofline": roof,
-        "confidence_reason": confidence_reason, "bottleneck": label, "bottleneck_evidence": why,
+        "status": "ok",
+        "sources": sources,
+        "confidence": confidence,
+        "metrics": metrics,
+        "roofline": roof,
+        "confidence_reason": confidence_reason,
+        "bottleneck": label,
+        "bottleneck_evidence": why,
         "mca": loop or {},
         "signals": [{"label": lab, "evidence": ev} for lab, ev in signals],
-        "unavailable": unavailable, "notes": notes, "tools": tools,
-        "vectorization": vect or {}, "instruction_mix": mix or {},
+        "unavailable": unavailable,
+        "notes": notes,
+        "tools": tools,
+        "vectorization": vect or {},
+        "instruction_mix": mix or {},
         "hotspots": {"samples": hot["samples"], "rows": hot["rows"][:8]} if hot else {},
-        "extra_metrics": req.summary(), "calls": int(region["calls"]),
+        "extra_metrics": req.summary(),
+        "calls": int(region["calls"]),
         "profile_wall_s": round(time.monotonic() - started, 2),
     }
 
@@ -297,8 +389,11 @@ def _confidence_reason(confidence: str, tools: dict, unavailable: dict, loop: di
         return why[0] + "; callgrind simulated the kernel's caches and branches"
     why.append(f"callgrind {sim.get('status', 'not run')}: {sim.get('reason', '')}".rstrip(": "))
     if confidence == "static":
-        why.append("evidence is static (compiler report, instruction mix"
-                   + (", llvm-mca on the hot loop)" if loop else ")") + " plus measured time and roofline")
+        why.append(
+            "evidence is static (compiler report, instruction mix"
+            + (", llvm-mca on the hot loop)" if loop else ")")
+            + " plus measured time and roofline"
+        )
     return "; ".join(why)
 
 
@@ -306,9 +401,11 @@ def render_profile(profile: dict[str, Any]) -> str:
     """The profile as prompt text: sources and confidence first, then label, roofline, metrics."""
     if profile.get("status") != "ok":
         return f"profile unavailable: {profile.get('reason', '')}"
-    lines = [f"sources: {', '.join(profile['sources'])}; confidence: {profile['confidence']}"
-             + (f" ({profile['confidence_reason']})" if profile.get("confidence_reason") else ""),
-             f"bottleneck: {profile['bottleneck']} ({profile.get('bottleneck_evidence', '')})"]
+    lines = [
+        f"sources: {', '.join(profile['sources'])}; confidence: {profile['confidence']}"
+        + (f" ({profile['confidence_reason']})" if profile.get("confidence_reason") else ""),
+        f"bottleneck: {profile['bottleneck']} ({profile.get('bottleneck_evidence', '')})",
+    ]
     others = [s for s in profile.get("signals", [])[1:]]
     if others:
         lines.append("other signals: " + "; ".join(f"{s['label']} ({s['evidence']})" for s in others))
@@ -322,8 +419,9 @@ def render_profile(profile: dict[str, Any]) -> str:
         by_reason: dict[str, list[str]] = {}
         for name, reason in profile["unavailable"].items():
             by_reason.setdefault(reason, []).append(name)
-        lines.append("unavailable: " + "; ".join(f"{', '.join(names)} ({reason})"
-                                                  for reason, names in by_reason.items()))
+        lines.append(
+            "unavailable: " + "; ".join(f"{', '.join(names)} ({reason})" for reason, names in by_reason.items())
+        )
     if profile.get("hotspots"):
         lines.append(hotspots.render(profile["hotspots"]))
     if profile.get("vectorization"):

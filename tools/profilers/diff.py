@@ -42,16 +42,30 @@ def diff_profiles(best: dict[str, Any] | None, current: dict[str, Any]) -> dict[
             continue
         direction = better_direction(name)
         verdict = "" if not direction else "better" if (b < a) == (direction == "lower") else "worse"
-        rows.append({"metric": name, "unit": unit, "best": a, "current": b,
-                     "change": delta, "change_unit": "pp" if _is_pct(unit) else "%", "verdict": verdict,
-                     "same_source": old.get("source") == cur.get("source"), "_size": size})
-    rows.sort(key=lambda r: (r["metric"] not in FIRST, FIRST.index(r["metric"]) if r["metric"] in FIRST else 0,
-                             -r["_size"]))
+        rows.append(
+            {
+                "metric": name,
+                "unit": unit,
+                "best": a,
+                "current": b,
+                "change": delta,
+                "change_unit": "pp" if _is_pct(unit) else "%",
+                "verdict": verdict,
+                "same_source": old.get("source") == cur.get("source"),
+                "_size": size,
+            }
+        )
+    rows.sort(
+        key=lambda r: (r["metric"] not in FIRST, FIRST.index(r["metric"]) if r["metric"] in FIRST else 0, -r["_size"])
+    )
     for r in rows:
         r.pop("_size")
     return {
-        "has_best": bool(best.get("metrics")), "rows": rows[:MAX_ROWS], "more_moved": max(0, len(rows) - MAX_ROWS),
-        "unchanged": unchanged, "new": [n for n in new_m if n not in old_m],
+        "has_best": bool(best.get("metrics")),
+        "rows": rows[:MAX_ROWS],
+        "more_moved": max(0, len(rows) - MAX_ROWS),
+        "unchanged": unchanged,
+        "new": [n for n in new_m if n not in old_m],
         "gone": [n for n in old_m if n not in new_m],
         "bottleneck": [best.get("bottleneck", "-"), current.get("bottleneck", "-")],
         "confidence": [best.get("confidence", "-"), current.get("confidence", "-")],
@@ -66,15 +80,19 @@ def render_diff(diff: dict[str, Any], best_iteration: int | None = None) -> str:
     if not diff["has_best"]:
         return "no historical best with a profile yet: nothing to compare against"
     who = f"historical best (iteration {best_iteration})" if best_iteration else "historical best"
-    lines = [f"{who} -> current: {len(diff['rows']) + diff['more_moved']} metric(s) moved, "
-             f"{len(diff['unchanged'])} unchanged (within ±{MIN_CHANGE_PCT:.0f}% or ±{MIN_CHANGE_PP:.0f} pp)"]
+    lines = [
+        f"{who} -> current: {len(diff['rows']) + diff['more_moved']} metric(s) moved, "
+        f"{len(diff['unchanged'])} unchanged (within ±{MIN_CHANGE_PCT:.0f}% or ±{MIN_CHANGE_PP:.0f} pp)"
+    ]
     if diff["rows"]:
         lines += ["| metric | unit | best | current | change | |", "|---|---|---|---|---|---|"]
         for r in diff["rows"]:
             change = "from 0" if r["change"] is None else f"{r['change']:+.1f}{r['change_unit']}"
             flag = r["verdict"] + ("" if r["same_source"] else " (different source)")
-            lines.append(f"| {r['metric']} | {r['unit']} | {_fmt(r['best'])} | {_fmt(r['current'])} | {change} | "
-                         f"{flag.strip()} |")
+            lines.append(
+                f"| {r['metric']} | {r['unit']} | {_fmt(r['best'])} | {_fmt(r['current'])} | {change} | "
+                f"{flag.strip()} |"
+            )
         if diff["more_moved"]:
             lines.append(f"(and {diff['more_moved']} smaller moves not shown)")
     b0, b1 = diff["bottleneck"]

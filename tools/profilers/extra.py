@@ -28,9 +28,17 @@ PMU_EVENT = re.compile(r"^[A-Za-z][\w\-]*/[\w.=,\-]+/[ukhGHpPSD]*$")
 PMU_NAME = re.compile(r"^[A-Za-z][\w\-]*$")
 RAW_EVENT = re.compile(r"^r[0-9a-fA-F]{1,16}(:[ukhGH]+)?$")
 METRIC_LIKE = re.compile(r"^(tma_\w+|Topdown\w*|TopDown\w*|Pipeline\w*)$")
-ALIASES = {"topdown": "topdown", "top-down": "topdown", "callgrind": "simulation", "cache-simulation": "simulation",
-           "cachegrind": "simulation", "valgrind": "simulation", "hotspots": "hotspots", "hot-spots": "hotspots",
-           "perf-record": "hotspots"}
+ALIASES = {
+    "topdown": "topdown",
+    "top-down": "topdown",
+    "callgrind": "simulation",
+    "cache-simulation": "simulation",
+    "cachegrind": "simulation",
+    "valgrind": "simulation",
+    "hotspots": "hotspots",
+    "hot-spots": "hotspots",
+    "perf-record": "hotspots",
+}
 
 
 @dataclass
@@ -44,13 +52,19 @@ class ExtraRequest:
     rejected: dict[str, str] = field(default_factory=dict)
 
     def summary(self) -> dict:
-        return {"events": self.events, "metric_groups": self.metric_groups, "default": self.already_default,
-                "force_simulation": self.force_simulation, "force_hotspots": self.force_hotspots,
-                "rejected": self.rejected}
+        return {
+            "events": self.events,
+            "metric_groups": self.metric_groups,
+            "default": self.already_default,
+            "force_simulation": self.force_simulation,
+            "force_hotspots": self.force_hotspots,
+            "rejected": self.rejected,
+        }
 
 
-def resolve(names: list[str], perf_metrics: frozenset[str] = frozenset(),
-            default_events: tuple[str, ...] = ()) -> ExtraRequest:
+def resolve(
+    names: list[str], perf_metrics: frozenset[str] = frozenset(), default_events: tuple[str, ...] = ()
+) -> ExtraRequest:
     req = ExtraRequest()
     for raw in names:
         name = str(raw).strip()

@@ -28,8 +28,23 @@ def command_prefix(ctl_fifo: str, ack_fifo: str, data_path: str, mount_proc: boo
     namespace (perf record refuses to read the parent namespace's /proc there)."""
     unshare = shutil.which("unshare")
     mount = [unshare, "--mount-proc"] if mount_proc and unshare else []
-    return [*mount, perf_binary() or "perf", "record", "-q", "-e", "cpu-clock", "-c", str(SAMPLE_PERIOD_NS),
-            "-o", data_path, "-D", "-1", "--control", f"fifo:{ctl_fifo},{ack_fifo}", "--"]
+    return [
+        *mount,
+        perf_binary() or "perf",
+        "record",
+        "-q",
+        "-e",
+        "cpu-clock",
+        "-c",
+        str(SAMPLE_PERIOD_NS),
+        "-o",
+        data_path,
+        "-D",
+        "-1",
+        "--control",
+        f"fifo:{ctl_fifo},{ack_fifo}",
+        "--",
+    ]
 
 
 def report(data_path: str, timeout_s: float = 60.0) -> dict[str, Any]:
@@ -37,9 +52,25 @@ def report(data_path: str, timeout_s: float = 60.0) -> dict[str, Any]:
     if not Path(data_path).is_file():
         return {"status": "unavailable", "reason": "perf record wrote no data"}
     try:
-        proc = subprocess.run([perf_binary() or "perf", "report", "-i", data_path, "--stdio", "--no-children",
-                               "--sort", "dso,sym", "--percent-limit", "0.5", "-t", SEPARATOR],
-                              capture_output=True, text=True, timeout=timeout_s)
+        proc = subprocess.run(
+            [
+                perf_binary() or "perf",
+                "report",
+                "-i",
+                data_path,
+                "--stdio",
+                "--no-children",
+                "--sort",
+                "dso,sym",
+                "--percent-limit",
+                "0.5",
+                "-t",
+                SEPARATOR,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
     except subprocess.TimeoutExpired:
         return {"status": "unavailable", "reason": f"perf report exceeded {timeout_s:.0f} s"}
     if proc.returncode != 0:
@@ -72,8 +103,9 @@ def parse(text: str) -> dict[str, Any]:
             value = float(pct.rstrip("%"))
         except ValueError:
             continue
-        rows.append({"pct": value, "dso": dso, "symbol": sym.removeprefix("[.] ").removeprefix("[k] ")
-                     [:MAX_SYMBOL_CHARS]})
+        rows.append(
+            {"pct": value, "dso": dso, "symbol": sym.removeprefix("[.] ").removeprefix("[k] ")[:MAX_SYMBOL_CHARS]}
+        )
     rows.sort(key=lambda r: -r["pct"])
     return {"samples": samples, "rows": rows}
 

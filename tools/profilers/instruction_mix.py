@@ -10,9 +10,25 @@ from typing import Any
 FUNC = re.compile(r"^[0-9a-f]+ <(?P<name>.+)>:$")
 INSN = re.compile(r"^\s+[0-9a-f]+:\s+(?P<mnemonic>[a-z][a-z0-9.]*)\s*(?P<operands>.*)$")
 # Binding and runtime code is not the kernel: skip it so the mix describes the hot code.
-SKIP_PREFIXES = ("pybind11", "torch", "c10", "at::", "std::", "_init", "_fini", "_start", "__", ".plt", ".init",
-                 ".fini",
-                 "frame_dummy", "register_tm_clones", "deregister_tm_clones", "void pybind11", "PyInit")
+SKIP_PREFIXES = (
+    "pybind11",
+    "torch",
+    "c10",
+    "at::",
+    "std::",
+    "_init",
+    "_fini",
+    "_start",
+    "__",
+    ".plt",
+    ".init",
+    ".fini",
+    "frame_dummy",
+    "register_tm_clones",
+    "deregister_tm_clones",
+    "void pybind11",
+    "PyInit",
+)
 
 
 def collect(so_path: str, timeout_s: float = 60.0) -> dict[str, Any]:
@@ -20,8 +36,9 @@ def collect(so_path: str, timeout_s: float = 60.0) -> dict[str, Any]:
     if objdump is None:
         return {"status": "unavailable", "reason": "objdump not found (Debian package binutils)"}
     try:
-        proc = subprocess.run([objdump, "-d", "-C", "--no-show-raw-insn", so_path],
-                              capture_output=True, text=True, timeout=timeout_s)
+        proc = subprocess.run(
+            [objdump, "-d", "-C", "--no-show-raw-insn", so_path], capture_output=True, text=True, timeout=timeout_s
+        )
     except subprocess.TimeoutExpired:
         return {"status": "unavailable", "reason": "objdump timed out"}
     if proc.returncode != 0:
@@ -30,9 +47,31 @@ def collect(so_path: str, timeout_s: float = 60.0) -> dict[str, Any]:
 
 
 # Data movement, logic and shuffles are not FP arithmetic (``vxorps x,x,x`` is just zeroing).
-NON_ARITHMETIC = ("mov", "vmov", "xor", "vxor", "and", "vand", "or", "vor", "unpck", "vunpck", "shuf",
-                  "vshuf", "vperm", "blend", "vblend", "vbroadcast", "vinsert", "vextract", "vgather",
-                  "vscatter", "vpermt", "vcompress", "vexpand")
+NON_ARITHMETIC = (
+    "mov",
+    "vmov",
+    "xor",
+    "vxor",
+    "and",
+    "vand",
+    "or",
+    "vor",
+    "unpck",
+    "vunpck",
+    "shuf",
+    "vshuf",
+    "vperm",
+    "blend",
+    "vblend",
+    "vbroadcast",
+    "vinsert",
+    "vextract",
+    "vgather",
+    "vscatter",
+    "vpermt",
+    "vcompress",
+    "vexpand",
+)
 
 
 def _is_kernel_function(name: str) -> bool:
@@ -40,8 +79,16 @@ def _is_kernel_function(name: str) -> bool:
 
 
 def parse(text: str) -> dict[str, Any]:
-    counts = {"instructions": 0, "fma": 0, "packed_fp_512": 0, "packed_fp_256": 0, "packed_fp_128": 0,
-              "scalar_fp": 0, "vector_int": 0, "vector_moves": 0}
+    counts = {
+        "instructions": 0,
+        "fma": 0,
+        "packed_fp_512": 0,
+        "packed_fp_256": 0,
+        "packed_fp_128": 0,
+        "scalar_fp": 0,
+        "vector_int": 0,
+        "vector_moves": 0,
+    }
     functions: list[str] = []
     in_kernel = False
     for line in text.splitlines():
@@ -61,8 +108,12 @@ def parse(text: str) -> dict[str, Any]:
             counts["vector_moves"] += int(any(r in ops for r in ("xmm", "ymm", "zmm")))
             continue
         is_fp_packed = mn.endswith(("ps", "pd")) and not mn.endswith(("ss", "sd"))
-        if mn.endswith(("ss", "sd")) and ("xmm" in ops) and not mn.startswith(("movs", "vmovs")) or \
-                mn in ("addss", "mulss", "addsd", "mulsd"):
+        if (
+            mn.endswith(("ss", "sd"))
+            and ("xmm" in ops)
+            and not mn.startswith(("movs", "vmovs"))
+            or mn in ("addss", "mulss", "addsd", "mulsd")
+        ):
             counts["scalar_fp"] += 1
         elif is_fp_packed or mn.startswith(("vfmadd", "vfmsub")) and mn.endswith(("ps", "pd")):
             width = 512 if "zmm" in ops else 256 if "ymm" in ops else 128 if "xmm" in ops else 0
@@ -71,12 +122,16 @@ def parse(text: str) -> dict[str, Any]:
         elif mn.startswith("vp") or mn.startswith("p") and "xmm" in ops:
             counts["vector_int"] += 1
     packed = counts["packed_fp_512"] + counts["packed_fp_256"] + counts["packed_fp_128"]
-    widest = 512 if counts["packed_fp_512"] else 256 if counts["packed_fp_256"] else 128 if counts["packed_fp_128"] else 0
+    widest = (
+        512 if counts["packed_fp_512"] else 256 if counts["packed_fp_256"] else 128 if counts["packed_fp_128"] else 0
+    )
     return {**counts, "packed_fp": packed, "widest_vector_bits": widest, "functions": functions[:20]}
 
 
 def render(mix: dict[str, Any]) -> str:
-    return (f"instruction mix (static, objdump): {mix['instructions']} instructions in "
-            f"{len(mix['functions'])} kernel function(s); packed FP {mix['packed_fp']} "
-            f"(512-bit {mix['packed_fp_512']}, 256-bit {mix['packed_fp_256']}, 128-bit {mix['packed_fp_128']}), "
-            f"scalar FP {mix['scalar_fp']}, FMA {mix['fma']}; widest vectors {mix['widest_vector_bits']} bits")
+    return (
+        f"instruction mix (static, objdump): {mix['instructions']} instructions in "
+        f"{len(mix['functions'])} kernel function(s); packed FP {mix['packed_fp']} "
+        f"(512-bit {mix['packed_fp_512']}, 256-bit {mix['packed_fp_256']}, 128-bit {mix['packed_fp_128']}), "
+        f"scalar FP {mix['scalar_fp']}, FMA {mix['fma']}; widest vectors {mix['widest_vector_bits']} bits"
+    )

@@ -60,8 +60,9 @@ def find_loops(objdump_text: str) -> list[dict[str, Any]]:
                 body = [t for a, t in insns if start <= a <= addr]
                 loops.append({"function": name, "start": start, "end": addr, "body": body})
     for loop in loops:
-        loop["innermost"] = not any(o is not loop and loop["start"] <= o["start"] and o["end"] < loop["end"]
-                                    for o in loops)
+        loop["innermost"] = not any(
+            o is not loop and loop["start"] <= o["start"] and o["end"] < loop["end"] for o in loops
+        )
     return loops
 
 
@@ -80,8 +81,11 @@ def pick_hot_loop(loops: list[dict[str, Any]], hot_symbols: list[str]) -> dict[s
     """The innermost loop with the widest vectors (then the most instructions), in the hottest
     kernel function that has one. Spans that call, return or save registers are not loop bodies
     (a jump back into shared tail code also makes a backward jump)."""
-    inner = [lp for lp in loops if lp["innermost"]
-             and not any(t.startswith(("call", "ret", "push", "pop", "leave")) for t in lp["body"])]
+    inner = [
+        lp
+        for lp in loops
+        if lp["innermost"] and not any(t.startswith(("call", "ret", "push", "pop", "leave")) for t in lp["body"])
+    ]
     for sym in hot_symbols:
         mine = [lp for lp in inner if lp["function"] == sym or lp["function"].split("(")[0] == sym.split("(")[0]]
         if mine:
@@ -116,8 +120,13 @@ def collect(asm: str, timeout_s: float = 30.0) -> dict[str, Any]:
     reason = ""
     for mcpu in tries:
         try:
-            proc = subprocess.run([binary, f"-mcpu={mcpu}", f"-iterations={ITERATIONS}", "-bottleneck-analysis", "-"],
-                                  input=asm, capture_output=True, text=True, timeout=timeout_s)
+            proc = subprocess.run(
+                [binary, f"-mcpu={mcpu}", f"-iterations={ITERATIONS}", "-bottleneck-analysis", "-"],
+                input=asm,
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+            )
         except subprocess.TimeoutExpired:
             return {"status": "unavailable", "reason": f"llvm-mca exceeded {timeout_s:.0f} s"}
         if proc.returncode == 0:
@@ -139,7 +148,8 @@ def parse(text: str) -> dict[str, Any]:
     total = _num(r"^Total Cycles:\s+(\d+)", text) or 0.0
     out: dict[str, Any] = {
         "instructions_per_iteration": (_num(r"^Instructions:\s+(\d+)", text) or 0.0) / iterations,
-        "cycles_per_iteration": total / iterations, "ipc": _num(r"^IPC:\s+([\d.]+)", text) or 0.0,
+        "cycles_per_iteration": total / iterations,
+        "ipc": _num(r"^IPC:\s+([\d.]+)", text) or 0.0,
         "block_rthroughput": _num(r"^Block RThroughput:\s+([\d.]+)", text) or 0.0,
         "dispatch_width": _num(r"^Dispatch Width:\s+(\d+)", text) or 0.0,
     }
@@ -181,17 +191,28 @@ def analyse(objdump_text: str, hot_symbols: list[str]) -> dict[str, Any]:
         return run
     parsed = parse(run["text"])
     parsed.update(mcpu=run["mcpu"], **({"note": run["note"]} if run["note"] else {}))
-    how = ("widest innermost loop of the hottest kernel function (perf record)" if loop["function"] in hot_symbols
-           else "widest innermost loop of the kernel")
-    return {"status": "ok", "function": loop["function"], "loop_start": hex(loop["start"]),
-            "loop_instructions": len(loop["body"]), "picked_by": how, **parsed}
+    how = (
+        "widest innermost loop of the hottest kernel function (perf record)"
+        if loop["function"] in hot_symbols
+        else "widest innermost loop of the kernel"
+    )
+    return {
+        "status": "ok",
+        "function": loop["function"],
+        "loop_start": hex(loop["start"]),
+        "loop_instructions": len(loop["body"]),
+        "picked_by": how,
+        **parsed,
+    }
 
 
 def to_metrics(mca: dict[str, Any]) -> dict[str, dict]:
     if mca.get("status") != "ok" or mca.get("cycles_per_iteration", 0) <= 0:
         return {}
-    out = {"mca_cycles_per_iteration": metric("mca_cycles_per_iteration", mca["cycles_per_iteration"], SOURCE),
-           "mca_ipc": metric("mca_ipc", mca["ipc"], SOURCE)}
+    out = {
+        "mca_cycles_per_iteration": metric("mca_cycles_per_iteration", mca["cycles_per_iteration"], SOURCE),
+        "mca_ipc": metric("mca_ipc", mca["ipc"], SOURCE),
+    }
     if "port_pressure_pct" in mca:
         out["mca_port_pressure_pct"] = metric("mca_port_pressure_pct", mca["port_pressure_pct"], SOURCE)
     return out
@@ -200,9 +221,11 @@ def to_metrics(mca: dict[str, Any]) -> dict[str, dict]:
 def render(mca: dict[str, Any]) -> str:
     if mca.get("status") != "ok":
         return f"llvm-mca unavailable: {mca.get('reason', '')}"
-    text = (f"hot loop ({mca['function']} at {mca['loop_start']}, {mca['loop_instructions']} instructions, "
-            f"{mca['picked_by']}), llvm-mca -mcpu={mca.get('mcpu', 'native')}: {mca['cycles_per_iteration']:.3g} cycles/iteration, "
-            f"IPC {mca['ipc']:.3g} of dispatch width {mca['dispatch_width']:.0f}")
+    text = (
+        f"hot loop ({mca['function']} at {mca['loop_start']}, {mca['loop_instructions']} instructions, "
+        f"{mca['picked_by']}), llvm-mca -mcpu={mca.get('mcpu', 'native')}: {mca['cycles_per_iteration']:.3g} cycles/iteration, "
+        f"IPC {mca['ipc']:.3g} of dispatch width {mca['dispatch_width']:.0f}"
+    )
     if "busiest_resource" in mca:
         text += f", busiest resource {mca['busiest_resource']} {mca['port_pressure_pct']:.0f}% of cycles"
     if "bottleneck" in mca:

@@ -18,7 +18,9 @@ from typing import Any, Literal
 @dataclass(frozen=True)
 class MetricSpec:
     unit: str
-    tool: str  # collector: timing, perf_stat, topdown, callgrind, hotspots, vectorization, instruction_mix, roofline, mca
+    tool: (
+        str  # collector: timing, perf_stat, topdown, callgrind, hotspots, vectorization, instruction_mix, roofline, mca
+    )
     better: Literal["lower", "higher", ""]  # which direction is an improvement ("" = neither)
     meaning: str
 
@@ -58,7 +60,9 @@ DEFAULT_CPU_METRICS: dict[str, MetricSpec] = {
     "topdown_memory_bound_pct": _m("%", "topdown", "lower", "level 2: backend stalls waiting on the memory hierarchy"),
     "topdown_core_bound_pct": _m("%", "topdown", "lower", "level 2: backend stalls on execution ports/dividers"),
     # level 2 of the other level-1 classes, on CPUs whose perf splits them (e.g. Sapphire Rapids)
-    "topdown_heavy_operations_pct": _m("%", "topdown", "", "level 2: retiring slots of multi-uop/microcoded instructions"),
+    "topdown_heavy_operations_pct": _m(
+        "%", "topdown", "", "level 2: retiring slots of multi-uop/microcoded instructions"
+    ),
     "topdown_light_operations_pct": _m("%", "topdown", "higher", "level 2: retiring slots of simple instructions"),
     "topdown_branch_mispredicts_pct": _m("%", "topdown", "lower", "level 2: slots lost to branch mispredictions"),
     "topdown_machine_clears_pct": _m("%", "topdown", "lower", "level 2: slots lost to pipeline clears"),
@@ -69,10 +73,13 @@ DEFAULT_CPU_METRICS: dict[str, MetricSpec] = {
     "sim_data_accesses": _m("count/call", "callgrind", "", "data reads + writes per call (each access any width)"),
     "sim_d1_misses": _m("count/call", "callgrind", "lower", "simulated L1 data cache misses (reads + writes) per call"),
     "sim_d1_miss_pct": _m("%", "callgrind", "lower", "simulated L1 data misses / data accesses"),
-    "sim_ll_misses": _m("count/call", "callgrind", "lower", "simulated last-level cache misses (data + instr) per call"),
+    "sim_ll_misses": _m(
+        "count/call", "callgrind", "lower", "simulated last-level cache misses (data + instr) per call"
+    ),
     "sim_ll_miss_pct": _m("%", "callgrind", "lower", "simulated last-level data misses / data accesses"),
-    "sim_d1_traffic_ratio": _m("x", "callgrind", "lower",
-                               "bytes moved into L1 (misses x line size) / minimum bytes of the operation"),
+    "sim_d1_traffic_ratio": _m(
+        "x", "callgrind", "lower", "bytes moved into L1 (misses x line size) / minimum bytes of the operation"
+    ),
     "sim_branches": _m("count/call", "callgrind", "", "conditional + indirect branches executed per call"),
     "sim_branch_mispredicts": _m("count/call", "callgrind", "lower", "simulated branch mispredictions per call"),
     "sim_branch_mispredict_pct": _m("%", "callgrind", "lower", "simulated mispredictions / branches"),
@@ -91,11 +98,19 @@ DEFAULT_CPU_METRICS: dict[str, MetricSpec] = {
     "achieved_gbs": _m("GB/s", "roofline", "higher", "operation minimum bytes / per-call time"),
     "arithmetic_intensity": _m("FLOP/byte", "roofline", "", "operation FLOPs / minimum bytes"),
     "roofline_pct": _m("%", "roofline", "higher", "achieved GFLOP/s / attainable GFLOP/s at this intensity"),
-    "working_set_bytes": _m("bytes", "roofline", "", "bytes one call touches (inputs + outputs): picks the cache level"),
+    "working_set_bytes": _m(
+        "bytes", "roofline", "", "bytes one call touches (inputs + outputs): picks the cache level"
+    ),
     "roof_gbs": _m("GB/s", "roofline", "", "measured bandwidth of the level the working set fits (L1/L2/L3/DRAM)"),
+    # micro-experiments in the profiled process, counting off (tools/region.py)
+    "cold_call_ms": _m("ms", "micro", "lower", "one call right after the caches were flushed (median of 5)"),
+    "cold_warm_ratio": _m(
+        "x", "micro", "", "cold call / warm call: well above 1 means the warm loop is served from a cache"
+    ),
     # llvm-mca static analysis of the hot loop (tools/profilers/mca.py)
-    "mca_cycles_per_iteration": _m("cycles/iteration", "mca", "lower",
-                                   "llvm-mca: steady-state cycles per iteration of the hot loop"),
+    "mca_cycles_per_iteration": _m(
+        "cycles/iteration", "mca", "lower", "llvm-mca: steady-state cycles per iteration of the hot loop"
+    ),
     "mca_ipc": _m("instructions/cycle", "mca", "higher", "llvm-mca: instructions per cycle of the hot loop"),
     "mca_port_pressure_pct": _m("%", "mca", "", "llvm-mca: busiest execution resource's share of the loop's cycles"),
 }
@@ -109,7 +124,8 @@ DEFAULT_GPU_METRICS: dict[str, MetricSpec] = {
     "gpu__time_duration.sum": _m("us/call", "ncu", "lower", "GPU time of the candidate's kernels per call"),
     "sm__throughput.avg.pct_of_peak_sustained_elapsed": _m("%", "ncu", "", "compute speed of light: busiest SM unit"),
     "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": _m(
-        "%", "ncu", "", "memory speed of light: busiest memory unit (DRAM, L2, L1)"),
+        "%", "ncu", "", "memory speed of light: busiest memory unit (DRAM, L2, L1)"
+    ),
     "dram__throughput.avg.pct_of_peak_sustained_elapsed": _m("%", "ncu", "", "DRAM bandwidth used, % of peak"),
     "dram__bytes.sum": _m("bytes/call", "ncu", "lower", "bytes moved to and from DRAM per call"),
     "lts__throughput.avg.pct_of_peak_sustained_elapsed": _m("%", "ncu", "", "L2 bandwidth used, % of peak"),
@@ -126,30 +142,42 @@ DEFAULT_GPU_METRICS: dict[str, MetricSpec] = {
     "launch__waves_per_multiprocessor": _m("waves", "ncu", "", "grid size over what the SMs hold at once"),
     "launch__grid_size": _m("blocks", "ncu", "", "blocks in the grid"),
     "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active": _m(
-        "%", "ncu", "", "tensor pipe busy, % of active cycles"),
+        "%", "ncu", "", "tensor pipe busy, % of active cycles"
+    ),
     "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active": _m(
-        "%", "ncu", "", "HMMA tensor pipe busy, % of active cycles"),
+        "%", "ncu", "", "HMMA tensor pipe busy, % of active cycles"
+    ),
     "smsp__issue_active.avg.pct_of_peak_sustained_active": _m("%", "ncu", "higher", "cycles a warp instruction issued"),
     "smsp__thread_inst_executed_per_inst_executed.ratio": _m(
-        "threads/instruction", "ncu", "higher", "active threads per warp instruction (32 = no divergence)"),
+        "threads/instruction", "ncu", "higher", "active threads per warp instruction (32 = no divergence)"
+    ),
     "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio": _m(
-        "cycles/issue", "ncu", "lower", _STALL + "global/local memory (L1TEX) results"),
+        "cycles/issue", "ncu", "lower", _STALL + "global/local memory (L1TEX) results"
+    ),
     "smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio": _m(
-        "cycles/issue", "ncu", "lower", _STALL + "shared memory / MIO results"),
+        "cycles/issue", "ncu", "lower", _STALL + "shared memory / MIO results"
+    ),
     "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio": _m(
-        "cycles/issue", "ncu", "lower", _STALL + "block-wide barriers"),
+        "cycles/issue", "ncu", "lower", _STALL + "block-wide barriers"
+    ),
     "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio": _m(
-        "cycles/issue", "ncu", "lower", _STALL + "a full MIO (shared memory) queue"),
+        "cycles/issue", "ncu", "lower", _STALL + "a full MIO (shared memory) queue"
+    ),
     "smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio": _m(
-        "cycles/issue", "ncu", "lower", _STALL + "a full local/global memory queue"),
+        "cycles/issue", "ncu", "lower", _STALL + "a full local/global memory queue"
+    ),
     "smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio": _m(
-        "cycles/issue", "ncu", "lower", _STALL + "a busy math pipe"),
+        "cycles/issue", "ncu", "lower", _STALL + "a busy math pipe"
+    ),
     "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio": _m(
-        "cycles/issue", "ncu", "lower", _STALL + "fixed-latency dependencies"),
+        "cycles/issue", "ncu", "lower", _STALL + "fixed-latency dependencies"
+    ),
     "smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio": _m(
-        "cycles/issue", "ncu", "", _STALL + "another eligible warp being picked"),
-    "torch_profiler_kernel_ms": _m("ms/call", "torch_profiler", "lower",
-                                   "device time of the candidate's kernels per call (CUPTI, no counters)"),
+        "cycles/issue", "ncu", "", _STALL + "another eligible warp being picked"
+    ),
+    "torch_profiler_kernel_ms": _m(
+        "ms/call", "torch_profiler", "lower", "device time of the candidate's kernels per call (CUPTI, no counters)"
+    ),
 }
 
 

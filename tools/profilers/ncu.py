@@ -43,16 +43,47 @@ MAX_LAUNCHES = 64  # profiled launches per run: enough for a few forward calls o
 MAX_EXTRA = 8
 # unit__counter[.rollup[.submetric]]: ncu's metric grammar; anything else never reaches the command line.
 METRIC_NAME = re.compile(r"^[a-z][a-z0-9]*__[a-z0-9_]+(\.[a-z0-9_]+){0,3}$")
-IDENTITY_COLUMNS = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
-                    "Block Size", "Grid Size", "Device", "CC")
-TIME_TO_US = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3,
-              "second": 1e6, "s": 1e6}
-BYTES = {"byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12, "KB": 1e3, "MB": 1e6,
-         "GB": 1e9, "KiB": 1024.0, "MiB": 2.0**20, "GiB": 2.0**30}
+IDENTITY_COLUMNS = (
+    "ID",
+    "Process ID",
+    "Process Name",
+    "Host Name",
+    "Kernel Name",
+    "Context",
+    "Stream",
+    "Block Size",
+    "Grid Size",
+    "Device",
+    "CC",
+)
+TIME_TO_US = {
+    "nsecond": 1e-3,
+    "ns": 1e-3,
+    "usecond": 1.0,
+    "us": 1.0,
+    "msecond": 1e3,
+    "ms": 1e3,
+    "second": 1e6,
+    "s": 1e6,
+}
+BYTES = {
+    "byte": 1.0,
+    "Kbyte": 1e3,
+    "Mbyte": 1e6,
+    "Gbyte": 1e9,
+    "Tbyte": 1e12,
+    "KB": 1e3,
+    "MB": 1e6,
+    "GB": 1e9,
+    "KiB": 1024.0,
+    "MiB": 2.0**20,
+    "GiB": 2.0**30,
+}
 STALL_PREFIX, STALL_SUFFIX = "smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"
 
 
 # --- collect ------------------------------------------------------------------------------------
+
 
 def ncu_binary() -> str | None:
     for name in NCU_NAMES:
@@ -70,8 +101,11 @@ def available_metrics(ncu: str, timeout_s: float = 120.0) -> frozenset[str] | No
     except (OSError, subprocess.SubprocessError) as exc:
         log.info("ncu --query-metrics failed: %s", exc)
         return None
-    names = frozenset(m.group(1) for line in proc.stdout.splitlines()
-                      if (m := re.match(r'^"?([a-z][a-z0-9]*__[a-z0-9_]+)"?[,\s]', line)))
+    names = frozenset(
+        m.group(1)
+        for line in proc.stdout.splitlines()
+        if (m := re.match(r'^"?([a-z][a-z0-9]*__[a-z0-9_]+)"?[,\s]', line))
+    )
     return names or None
 
 
@@ -90,6 +124,7 @@ def select_metrics(requested: list[str], available: frozenset[str] | None) -> tu
 @dataclass
 class ExtraRequest:
     """The Conductor's extra metrics for ncu: accepted names, already-collected ones, rejections."""
+
     metrics: list[str] = field(default_factory=list)
     already_default: list[str] = field(default_factory=list)
     rejected: dict[str, str] = field(default_factory=dict)
@@ -115,15 +150,34 @@ def resolve_extra(names: list[str]) -> ExtraRequest:
     return req
 
 
-def command_prefix(ncu: str, metrics: list[str], report: Path, log_file: Path,
-                   max_launches: int = MAX_LAUNCHES) -> list[str]:
+def command_prefix(
+    ncu: str, metrics: list[str], report: Path, log_file: Path, max_launches: int = MAX_LAUNCHES
+) -> list[str]:
     """ncu in front of the worker: only the profiler-start/stop range, child processes followed
     (the sandbox starts the worker through a shell), caches flushed and clocks at base between
     replay passes (ncu's defaults, stated so runs compare)."""
-    return [ncu, "--profile-from-start", "off", "--target-processes", "all", "--replay-mode", "kernel",
-            "--cache-control", "all", "--clock-control", "base", "--launch-count", str(max_launches),
-            "--metrics", ",".join(metrics), "--export", str(report), "--force-overwrite",
-            "--log-file", str(log_file)]
+    return [
+        ncu,
+        "--profile-from-start",
+        "off",
+        "--target-processes",
+        "all",
+        "--replay-mode",
+        "kernel",
+        "--cache-control",
+        "all",
+        "--clock-control",
+        "base",
+        "--launch-count",
+        str(max_launches),
+        "--metrics",
+        ",".join(metrics),
+        "--export",
+        str(report),
+        "--force-overwrite",
+        "--log-file",
+        str(log_file),
+    ]
 
 
 def export_csv(ncu: str, report: Path, timeout_s: float = 120.0) -> tuple[str | None, str]:
@@ -132,8 +186,12 @@ def export_csv(ncu: str, report: Path, timeout_s: float = 120.0) -> tuple[str | 
     if not path.exists():
         return None, f"ncu wrote no report ({path.name})"
     try:
-        proc = subprocess.run([ncu, "--import", str(path), "--csv", "--page", "raw", "--print-units", "base"],
-                              capture_output=True, text=True, timeout=timeout_s)
+        proc = subprocess.run(
+            [ncu, "--import", str(path), "--csv", "--page", "raw", "--print-units", "base"],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         return None, f"ncu --import failed: {exc}"
     if proc.returncode != 0 or '"ID"' not in proc.stdout:
@@ -166,17 +224,25 @@ def diagnose_log(text: str) -> dict[str, Any] | None:
     """What went wrong in an ncu run, from its log: counters not permitted, nothing profiled,
     unknown metrics, or another ==ERROR== line. None when the log reports no problem."""
     if "ERR_NVGPUCTRPERM" in text:
-        return {"kind": "counters_not_permitted",
-                "reason": "ERR_NVGPUCTRPERM: this user may not read the GPU's performance counters (the driver "
-                          "restricts them to admin users; see NVIDIA's ERR_NVGPUCTRPERM page, e.g. the "
-                          "nvidia module option NVreg_RestrictProfilingToAdminUsers=0)"}
+        return {
+            "kind": "counters_not_permitted",
+            "reason": "ERR_NVGPUCTRPERM: this user may not read the GPU's performance counters (the driver "
+            "restricts them to admin users; see NVIDIA's ERR_NVGPUCTRPERM page, e.g. the "
+            "nvidia module option NVreg_RestrictProfilingToAdminUsers=0)",
+        }
     if "No kernels were profiled" in text:
         return {"kind": "no_kernels", "reason": "ncu profiled no kernels in the cudaProfilerStart/Stop range"}
-    unknown = re.findall(r"(?:Failed to find metric|[Uu]nknown metric|[Ii]nvalid metric)[^\n]*?"
-                         r"([a-z][a-z0-9]*__[a-z0-9_.]+)", text)
+    unknown = re.findall(
+        r"(?:Failed to find metric|[Uu]nknown metric|[Ii]nvalid metric)[^\n]*?"
+        r"([a-z][a-z0-9]*__[a-z0-9_.]+)",
+        text,
+    )
     if unknown:
-        return {"kind": "unknown_metric", "reason": f"ncu does not know {', '.join(dict.fromkeys(unknown))}",
-                "metrics": list(dict.fromkeys(unknown))}
+        return {
+            "kind": "unknown_metric",
+            "reason": f"ncu does not know {', '.join(dict.fromkeys(unknown))}",
+            "metrics": list(dict.fromkeys(unknown)),
+        }
     errors = [ln.strip() for ln in text.splitlines() if ln.startswith("==ERROR==")]
     if errors:
         return {"kind": "error", "reason": errors[0][:300]}
@@ -184,6 +250,7 @@ def diagnose_log(text: str) -> dict[str, Any] | None:
 
 
 # --- parse --------------------------------------------------------------------------------------
+
 
 def number(text: str) -> float | None:
     """ncu's number text (thousands separators, n/a) as a float, or None."""
@@ -214,7 +281,7 @@ def parse(text: str) -> dict[str, Any]:
     if header_at is None:
         return {"launches": [], "metric_names": [], "missing": {}, "error": "no raw-page header in the CSV"}
     header = rows[header_at]
-    body = rows[header_at + 1:]
+    body = rows[header_at + 1 :]
     units = body[0] if body and not body[0][0].strip() else [""] * len(header)  # the units row has no ID
     data = body[1:] if body and not body[0][0].strip() else body
     col = {name: i for i, name in enumerate(header)}
@@ -231,10 +298,17 @@ def parse(text: str) -> dict[str, Any]:
                 continue
             value, unit = convert(v, units[i] if i < len(units) else "")
             values[name] = {"value": value, "unit": unit}
-        launches.append({"id": r[col["ID"]], "kernel": r[col["Kernel Name"]], "stream": r[col.get("Stream", 0)],
-                         "block": r[col["Block Size"]] if "Block Size" in col else "",
-                         "grid": r[col["Grid Size"]] if "Grid Size" in col else "",
-                         "cc": r[col["CC"]] if "CC" in col else "", "metrics": values})
+        launches.append(
+            {
+                "id": r[col["ID"]],
+                "kernel": r[col["Kernel Name"]],
+                "stream": r[col.get("Stream", 0)],
+                "block": r[col["Block Size"]] if "Block Size" in col else "",
+                "grid": r[col["Grid Size"]] if "Grid Size" in col else "",
+                "cc": r[col["CC"]] if "CC" in col else "",
+                "metrics": values,
+            }
+        )
     return {"launches": launches, "metric_names": [n for _, n in metric_cols], "missing": missing}
 
 
@@ -252,16 +326,22 @@ def kernels(parsed: dict[str, Any], calls: int) -> list[dict[str, Any]]:
     for name, group in groups.items():
         us = sum(_value(la, "gpu__time_duration.sum") or 0.0 for la in group)
         first = group[0]
-        out.append({
-            "name": name[:160], "launches_per_call": len(group) / max(1, calls), "us_per_call": us / max(1, calls),
-            "share_pct": 100.0 * us / total_us, "grid": first["grid"], "block": first["block"],
-            "registers_per_thread": _value(first, "launch__registers_per_thread"),
-            "shared_bytes_per_block": (_value(first, "launch__shared_mem_per_block_static") or 0.0)
-            + (_value(first, "launch__shared_mem_per_block_dynamic") or 0.0),
-            "achieved_occupancy_pct": _weighted(group, "sm__warps_active.avg.pct_of_peak_sustained_active"),
-            "sm_pct": _weighted(group, "sm__throughput.avg.pct_of_peak_sustained_elapsed"),
-            "memory_pct": _weighted(group, "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"),
-        })
+        out.append(
+            {
+                "name": name[:160],
+                "launches_per_call": len(group) / max(1, calls),
+                "us_per_call": us / max(1, calls),
+                "share_pct": 100.0 * us / total_us,
+                "grid": first["grid"],
+                "block": first["block"],
+                "registers_per_thread": _value(first, "launch__registers_per_thread"),
+                "shared_bytes_per_block": (_value(first, "launch__shared_mem_per_block_static") or 0.0)
+                + (_value(first, "launch__shared_mem_per_block_dynamic") or 0.0),
+                "achieved_occupancy_pct": _weighted(group, "sm__warps_active.avg.pct_of_peak_sustained_active"),
+                "sm_pct": _weighted(group, "sm__throughput.avg.pct_of_peak_sustained_elapsed"),
+                "memory_pct": _weighted(group, "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"),
+            }
+        )
     return sorted(out, key=lambda k: -k["us_per_call"])
 
 
@@ -305,21 +385,28 @@ def to_metrics(parsed: dict[str, Any], calls: int) -> tuple[dict[str, dict[str, 
 
 # --- render -------------------------------------------------------------------------------------
 
+
 def _v(metrics: dict[str, dict[str, Any]], name: str) -> float | None:
     return metrics.get(name, {}).get("value")
 
 
 def stalls(metrics: dict[str, dict[str, Any]], top: int = 3) -> list[tuple[str, float]]:
     """The largest warp-stall reasons, (reason, cycles per issued instruction)."""
-    found = [(n[len(STALL_PREFIX):-len(STALL_SUFFIX)], m["value"]) for n, m in metrics.items()
-             if n.startswith(STALL_PREFIX) and n.endswith(STALL_SUFFIX)]
+    found = [
+        (n[len(STALL_PREFIX) : -len(STALL_SUFFIX)], m["value"])
+        for n, m in metrics.items()
+        if n.startswith(STALL_PREFIX) and n.endswith(STALL_SUFFIX)
+    ]
     return sorted(found, key=lambda kv: -kv[1])[:top]
 
 
 def occupancy_limiter(metrics: dict[str, dict[str, Any]]) -> tuple[str, float] | None:
     """The launch resource that allows the fewest resident blocks per SM, and that count."""
-    limits = {what: v for what in ("registers", "shared_mem", "warps", "blocks")
-              if (v := _v(metrics, f"launch__occupancy_limit_{what}")) is not None}
+    limits = {
+        what: v
+        for what in ("registers", "shared_mem", "warps", "blocks")
+        if (v := _v(metrics, f"launch__occupancy_limit_{what}")) is not None
+    }
     return min(limits.items(), key=lambda kv: kv[1]) if limits else None
 
 
@@ -329,12 +416,21 @@ def _fmt(v: float | None, spec: str = ".3g", suffix: str = "") -> str:
 
 def render_summary(metrics: dict[str, dict[str, Any]]) -> str:
     """Speed of light, memory, occupancy, pipes and stalls in a few lines."""
-    tensor = max((v for n in ("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
-                              "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active")
-                  if (v := _v(metrics, n)) is not None), default=None)
+    tensor = max(
+        (
+            v
+            for n in (
+                "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+                "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+            )
+            if (v := _v(metrics, n)) is not None
+        ),
+        default=None,
+    )
     limiter = occupancy_limiter(metrics)
-    shared = (_v(metrics, "launch__shared_mem_per_block_static") or 0.0) + \
-        (_v(metrics, "launch__shared_mem_per_block_dynamic") or 0.0)
+    shared = (_v(metrics, "launch__shared_mem_per_block_static") or 0.0) + (
+        _v(metrics, "launch__shared_mem_per_block_dynamic") or 0.0
+    )
     lines = [
         f"speed of light: compute {_fmt(_v(metrics, 'sm__throughput.avg.pct_of_peak_sustained_elapsed'), '.0f', '%')}, "
         f"memory {_fmt(_v(metrics, 'gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed'), '.0f', '%')} "
@@ -353,21 +449,27 @@ def render_summary(metrics: dict[str, dict[str, Any]]) -> str:
         "instruction",
     ]
     if top := stalls(metrics):
-        lines.append("top warp stalls (cycles per issued instruction): "
-                     + ", ".join(f"{reason} {value:.2f}" for reason, value in top))
+        lines.append(
+            "top warp stalls (cycles per issued instruction): "
+            + ", ".join(f"{reason} {value:.2f}" for reason, value in top)
+        )
     return "\n".join(lines)
 
 
 def render_kernels(table: list[dict[str, Any]], limit: int = 6) -> str:
     if not table:
         return "kernels: none profiled"
-    lines = ["| kernel | launches/call | us/call | share | grid | block | regs | smem B | occupancy | SM % | mem % |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| kernel | launches/call | us/call | share | grid | block | regs | smem B | occupancy | SM % | mem % |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for k in table[:limit]:
-        lines.append(f"| {k['name'][:60]} | {k['launches_per_call']:.3g} | {k['us_per_call']:.4g} | "
-                     f"{k['share_pct']:.0f}% | {k['grid']} | {k['block']} | {_fmt(k['registers_per_thread'], '.0f')} | "
-                     f"{k['shared_bytes_per_block']:.0f} | {_fmt(k['achieved_occupancy_pct'], '.0f', '%')} | "
-                     f"{_fmt(k['sm_pct'], '.0f')} | {_fmt(k['memory_pct'], '.0f')} |")
+        lines.append(
+            f"| {k['name'][:60]} | {k['launches_per_call']:.3g} | {k['us_per_call']:.4g} | "
+            f"{k['share_pct']:.0f}% | {k['grid']} | {k['block']} | {_fmt(k['registers_per_thread'], '.0f')} | "
+            f"{k['shared_bytes_per_block']:.0f} | {_fmt(k['achieved_occupancy_pct'], '.0f', '%')} | "
+            f"{_fmt(k['sm_pct'], '.0f')} | {_fmt(k['memory_pct'], '.0f')} |"
+        )
     if len(table) > limit:
         lines.append(f"(and {len(table) - limit} more kernels)")
     return "\n".join(lines)

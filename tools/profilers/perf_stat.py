@@ -21,8 +21,16 @@ from pragma.tools.profilers.metrics import metric
 
 # Software events work in VMs and containers; hardware ones are tried and marked unavailable.
 SOFTWARE_EVENTS = ("task-clock", "page-faults", "context-switches", "cpu-migrations")
-HARDWARE_EVENTS = ("cycles", "instructions", "branches", "branch-misses", "cache-references",
-                   "cache-misses", "L1-dcache-load-misses", "LLC-load-misses")
+HARDWARE_EVENTS = (
+    "cycles",
+    "instructions",
+    "branches",
+    "branch-misses",
+    "cache-references",
+    "cache-misses",
+    "L1-dcache-load-misses",
+    "LLC-load-misses",
+)
 NOT_AVAILABLE = ("<not supported>", "<not counted>")
 SOURCE = "perf stat (kernel region)"
 TIME_EVENTS = ("task-clock", "cpu-clock")  # perf reports these in msec
@@ -40,11 +48,23 @@ def default_events(extra: list[str] | None = None) -> list[str]:
     return events
 
 
-def command_prefix(ctl_fifo: str, ack_fifo: str, output_path: str, events: list[str],
-                   metric_groups: list[str] | None = None) -> list[str]:
+def command_prefix(
+    ctl_fifo: str, ack_fifo: str, output_path: str, events: list[str], metric_groups: list[str] | None = None
+) -> list[str]:
     """perf stat starting with counters off (-D -1); the worker switches them on around the kernel."""
-    cmd = [perf_binary() or "perf", "stat", "-x,", "-o", output_path, "-D", "-1",
-           "--control", f"fifo:{ctl_fifo},{ack_fifo}", "-e", ",".join(events)]
+    cmd = [
+        perf_binary() or "perf",
+        "stat",
+        "-x,",
+        "-o",
+        output_path,
+        "-D",
+        "-1",
+        "--control",
+        f"fifo:{ctl_fifo},{ack_fifo}",
+        "-e",
+        ",".join(events),
+    ]
     if metric_groups:
         cmd += ["-M", ",".join(metric_groups)]
     return cmd + ["--"]
@@ -98,9 +118,11 @@ def parse(text: str) -> dict[str, Any]:
                 enabled = _float(f[4]) if len(f) > 4 else None
                 prev = events.get(key, {})
                 # Hybrid CPUs print one row per core type: the event's count is their sum.
-                events[key] = {"value": prev.get("value", 0.0) + value, "unit": unit,
-                               "enabled_pct": min(100.0 if enabled is None else enabled,
-                                                  prev.get("enabled_pct", 100.0))}
+                events[key] = {
+                    "value": prev.get("value", 0.0) + value,
+                    "unit": unit,
+                    "enabled_pct": min(100.0 if enabled is None else enabled, prev.get("enabled_pct", 100.0)),
+                }
             metric_fields = f[5:7] if len(f) >= 7 else []
         else:
             metric_fields = f[-2:]  # continuation line: only a metric value and its unit
@@ -116,8 +138,9 @@ def parse(text: str) -> dict[str, Any]:
     return {"events": events, "topdown": tdown}
 
 
-def to_metrics(parsed: dict[str, Any], calls: int, region_ms: float,
-               metric_groups: list[str] | None = None) -> tuple[dict[str, dict], dict[str, str], list[str]]:
+def to_metrics(
+    parsed: dict[str, Any], calls: int, region_ms: float, metric_groups: list[str] | None = None
+) -> tuple[dict[str, dict], dict[str, str], list[str]]:
     """(metrics per call, unavailable {name: reason}, notes) from ``parse``'s output."""
     calls = max(1, calls)
     metrics: dict[str, dict] = {}
@@ -139,11 +162,14 @@ def to_metrics(parsed: dict[str, Any], calls: int, region_ms: float,
         notes.append("perf multiplexed counters (scaled estimates): " + ", ".join(multiplexed))
     derived = "perf stat (derived)"
     if "task-clock" in metrics and region_ms > 0:
-        metrics["cpu_utilization"] = metric("cpu_utilization", metrics["task-clock"]["value"] * calls / region_ms,
-                                            derived)
-    for name, num, den, scale in (("ipc", "instructions", "cycles", 1.0),
-                                  ("branch_miss_pct", "branch-misses", "branches", 100.0),
-                                  ("cache_miss_pct", "cache-misses", "cache-references", 100.0)):
+        metrics["cpu_utilization"] = metric(
+            "cpu_utilization", metrics["task-clock"]["value"] * calls / region_ms, derived
+        )
+    for name, num, den, scale in (
+        ("ipc", "instructions", "cycles", 1.0),
+        ("branch_miss_pct", "branch-misses", "branches", 100.0),
+        ("cache_miss_pct", "cache-misses", "cache-references", 100.0),
+    ):
         if num in metrics and den in metrics and metrics[den]["value"] > 0:
             metrics[name] = metric(name, scale * metrics[num]["value"] / metrics[den]["value"], derived)
     source = f"perf stat -M {','.join(metric_groups)} (kernel region)" if metric_groups else SOURCE

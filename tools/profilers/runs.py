@@ -36,20 +36,33 @@ class RunDir:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
-def _sandboxed(problem_path: str, code: str, ctx: Context, run_dir: RunDir, *, prefix: list[str],
-               updates: dict[str, Any], env: dict[str, str] | None = None,
-               timeout_s: tuple[float, float] | None = None, memory_bytes: int | None = None,
-               num_threads: int | None = None) -> sandbox.SandboxOutcome:
+def _sandboxed(
+    problem_path: str,
+    code: str,
+    ctx: Context,
+    run_dir: RunDir,
+    *,
+    prefix: list[str],
+    updates: dict[str, Any],
+    env: dict[str, str] | None = None,
+    timeout_s: tuple[float, float] | None = None,
+    memory_bytes: int | None = None,
+    num_threads: int | None = None,
+) -> sandbox.SandboxOutcome:
     req = {**request_for(problem_path, ctx, "profile"), **updates}
     compile_s, run_s = timeout_s or (ctx.compile_timeout_s, ctx.run_timeout_s)
     # The sandbox lets the worker write only to its own dir and to directories named in its
     # environment (Landlock); valgrind writes its output from inside the worker process.
     env = {**build_env(), **(env or {}), "PRAGMA_PROFILE_DIR": str(run_dir.path)}
     return sandbox.run_worker(
-        req, compile_timeout_s=compile_s, run_timeout_s=run_s,
+        req,
+        compile_timeout_s=compile_s,
+        run_timeout_s=run_s,
         memory_limit_bytes=memory_bytes or ctx.memory_limit_bytes,
-        num_threads=num_threads or ctx.num_threads, extra_env=env,
-        files={"candidate.py": code}, command_prefix=prefix,
+        num_threads=num_threads or ctx.num_threads,
+        extra_env=env,
+        files={"candidate.py": code},
+        command_prefix=prefix,
     )
 
 
@@ -65,8 +78,9 @@ def _why(outcome: sandbox.SandboxOutcome) -> str:
     return (lines or [f"exit code {outcome.exit_code}"])[-1][:200]
 
 
-def counting_run(problem_path: str, code: str, ctx: Context, events: list[str],
-                  groups: list[str]) -> tuple[dict[str, Any], dict[str, Any] | None, list[str]]:
+def counting_run(
+    problem_path: str, code: str, ctx: Context, events: list[str], groups: list[str]
+) -> tuple[dict[str, Any], dict[str, Any] | None, list[str]]:
     """(region result, parsed perf output or None, notes); falls back to fewer events, then no perf."""
     notes: list[str] = []
     attempts: list[tuple[list[str], list[str]]] = []
@@ -111,8 +125,9 @@ def hotspot_run(problem_path: str, code: str, ctx: Context) -> tuple[dict[str, A
         ctl, ack = run_dir.fifos()
         data = str(run_dir.path / "perf.data")
         prefix = hotspots.command_prefix(ctl, ack, data, mount_proc=_has_pid_namespace())
-        outcome = _sandboxed(problem_path, code, ctx, run_dir, prefix=prefix,
-                             updates={"perf_ctl_fifo": ctl, "perf_ack_fifo": ack})
+        outcome = _sandboxed(
+            problem_path, code, ctx, run_dir, prefix=prefix, updates={"perf_ctl_fifo": ctl, "perf_ack_fifo": ack}
+        )
         if outcome.result is None or outcome.result.get("status") != "ok":
             return None, f"perf record run failed: {_why(outcome)}"
         rep = hotspots.report(data)
@@ -123,8 +138,9 @@ def hotspot_run(problem_path: str, code: str, ctx: Context) -> tuple[dict[str, A
         run_dir.close()
 
 
-def simulation_run(problem_path: str, code: str, ctx: Context, spec: dict[str, Any],
-                    build_kinds: list[str]) -> tuple[dict[str, Any] | None, dict[str, Any], list[str]]:
+def simulation_run(
+    problem_path: str, code: str, ctx: Context, spec: dict[str, Any], build_kinds: list[str]
+) -> tuple[dict[str, Any] | None, dict[str, Any], list[str]]:
     """(parsed callgrind output or None, facts about the run, notes)."""
     build_root = data_dir() / "build" / "callgrind"
     helper, why_not = callgrind.helper_library(build_root)
@@ -140,23 +156,42 @@ def simulation_run(problem_path: str, code: str, ctx: Context, spec: dict[str, A
     try:
         out = run_dir.path / "callgrind.out"
         toggles = callgrind.entry_toggles(build_kinds)
-        facts: dict[str, Any] = {"geometry": geometry, "collect": f"inside {', '.join(toggles)}" if toggles
-                                 else "whole region (no compiled kernel)"}
+        facts: dict[str, Any] = {
+            "geometry": geometry,
+            "collect": f"inside {', '.join(toggles)}" if toggles else "whole region (no compiled kernel)",
+        }
         if not helper and not toggles:
-            return None, facts, notes + ["callgrind cannot isolate the kernel: no compiled entry point and "
-                                         "no client-request helper"]
+            return (
+                None,
+                facts,
+                notes + ["callgrind cannot isolate the kernel: no compiled entry point and no client-request helper"],
+            )
         prefix = callgrind.command_prefix(str(out), flags, has_helper=bool(helper), toggles=toggles)
         limit = ctx.callgrind_timeout_s
         # The region stops adding calls at half the run deadline (a call's simulated length is
         # only known once the warm call has run).
         # No uninstrumented warm-up: it costs a simulated call's time at nulgrind speed, and the
         # instrumented warm call (discarded) warms the caches anyway.
-        updates = {"profile_calls": ctx.callgrind_calls, "warmup_calls": 0, "callgrind_collect_region": not toggles,
-                   "callgrind_budget_s": 0.5 * limit}
+        updates = {
+            "profile_calls": ctx.callgrind_calls,
+            "warmup_calls": 0,
+            "callgrind_collect_region": not toggles,
+            "callgrind_budget_s": 0.5 * limit,
+        }
         if helper:
             updates["callgrind_helper"] = helper
-        outcome = _sandboxed(problem_path, code, ctx, run_dir, prefix=prefix, updates=updates, env=env,
-                             timeout_s=(limit, limit), memory_bytes=2 * ctx.memory_limit_bytes, num_threads=1)
+        outcome = _sandboxed(
+            problem_path,
+            code,
+            ctx,
+            run_dir,
+            prefix=prefix,
+            updates=updates,
+            env=env,
+            timeout_s=(limit, limit),
+            memory_bytes=2 * ctx.memory_limit_bytes,
+            num_threads=1,
+        )
         facts["phases_s"] = getattr(outcome, "phases_s", {})
         if outcome.result is None or outcome.result.get("status") != "ok" or not out.exists():
             reason = callgrind.failure_reason(outcome.output_tail) or _why(outcome)
@@ -166,9 +201,14 @@ def simulation_run(problem_path: str, code: str, ctx: Context, spec: dict[str, A
         facts["calls"] = int(res.get("sim_calls", ctx.callgrind_calls))
         facts["warm_caches"] = bool(res.get("sim_warm_caches", False))
         if not facts["warm_caches"]:
-            notes.append(f"callgrind counted {facts['calls']} call(s) starting from cold simulated caches"
-                         + (f" (one call takes {res['sim_warm_call_s']:.0f} s under simulation)"
-                            if "sim_warm_call_s" in res else ""))
+            notes.append(
+                f"callgrind counted {facts['calls']} call(s) starting from cold simulated caches"
+                + (
+                    f" (one call takes {res['sim_warm_call_s']:.0f} s under simulation)"
+                    if "sim_warm_call_s" in res
+                    else ""
+                )
+            )
         return callgrind.parse(out.read_text()), facts, notes
     finally:
         run_dir.close()

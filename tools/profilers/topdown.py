@@ -18,15 +18,30 @@ import functools
 import subprocess
 
 LEVEL1 = ("retiring", "bad_speculation", "frontend_bound", "backend_bound")
-LEVEL2 = ("memory_bound", "core_bound", "heavy_operations", "light_operations", "branch_mispredicts",
-          "machine_clears", "fetch_latency", "fetch_bandwidth")
+LEVEL2 = (
+    "memory_bound",
+    "core_bound",
+    "heavy_operations",
+    "light_operations",
+    "branch_mispredicts",
+    "machine_clears",
+    "fetch_latency",
+    "fetch_bandwidth",
+)
 ALIASES = {
-    "bad_spec": "bad_speculation", "fe_bound": "frontend_bound", "be_bound": "backend_bound",
-    "branch_mispredict": "branch_mispredicts", "heavy_ops": "heavy_operations",
-    "backend_bound_memory": "memory_bound", "backend_bound_cpu": "core_bound",
-    "bad_speculation_mispredicts": "branch_mispredicts", "bad_speculation_pipeline_restarts": "machine_clears",
-    "frontend_bound_latency": "fetch_latency", "frontend_bound_bandwidth": "fetch_bandwidth",
-    "retiring_microcode": "heavy_operations", "retiring_fastpath": "light_operations",
+    "bad_spec": "bad_speculation",
+    "fe_bound": "frontend_bound",
+    "be_bound": "backend_bound",
+    "branch_mispredict": "branch_mispredicts",
+    "heavy_ops": "heavy_operations",
+    "backend_bound_memory": "memory_bound",
+    "backend_bound_cpu": "core_bound",
+    "bad_speculation_mispredicts": "branch_mispredicts",
+    "bad_speculation_pipeline_restarts": "machine_clears",
+    "frontend_bound_latency": "fetch_latency",
+    "frontend_bound_bandwidth": "fetch_bandwidth",
+    "retiring_microcode": "heavy_operations",
+    "retiring_fastpath": "light_operations",
 }
 # Metric groups by preference: Intel json names first, AMD's after.
 LEVEL1_GROUPS = ("TopdownL1", "TopDownL1", "PipelineL1")
@@ -59,8 +74,7 @@ def pick_groups(available: set[str]) -> list[str]:
 def available_metric_groups(perf: str) -> frozenset[str]:
     """Metric groups perf knows on this CPU (empty in most VMs, where perf has no event tables)."""
     try:
-        proc = subprocess.run([perf, "list", "--raw-dump", "metricgroups"], capture_output=True, text=True,
-                              timeout=30)
+        proc = subprocess.run([perf, "list", "--raw-dump", "metricgroups"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return frozenset()
     return frozenset(proc.stdout.split()) if proc.returncode == 0 else frozenset()

@@ -19,14 +19,20 @@ def torch_extension_flags() -> list[str]:
     from torch.utils.cpp_extension import include_paths
 
     return [f"-I{p}" for p in [*include_paths(), sysconfig.get_paths()["include"]]] + [
-        "-DTORCH_EXTENSION_NAME=pragma_report", "-DTORCH_API_INCLUDE_EXTENSION_H"]
+        "-DTORCH_EXTENSION_NAME=pragma_report",
+        "-DTORCH_API_INCLUDE_EXTENSION_H",
+    ]
 
 
 DEFAULT_FLAGS = ("-O3", "-march=native", "-fopenmp", "-std=c++17", "-fPIC")
 
 
-def collect(source_path: str, timeout_s: float = 180.0, extra_flags: list[str] | None = None,
-            build_flags: list[str] | None = None) -> dict[str, Any]:
+def collect(
+    source_path: str,
+    timeout_s: float = 180.0,
+    extra_flags: list[str] | None = None,
+    build_flags: list[str] | None = None,
+) -> dict[str, Any]:
     """Compile ``source_path`` again with -fopt-info-vec-all (with the build's own flags when known)."""
     compiler = shutil.which("g++")
     if compiler is None:
@@ -38,7 +44,9 @@ def collect(source_path: str, timeout_s: float = 180.0, extra_flags: list[str] |
     try:
         proc = subprocess.run(
             [compiler, *flags, "-fopt-info-vec-all", *(extra_flags or []), "-c", source_path, "-o", "/dev/null"],
-            capture_output=True, text=True, timeout=timeout_s,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
         )
     except subprocess.TimeoutExpired:
         return {"status": "unavailable", "reason": f"vectorization report took over {timeout_s:.0f} s"}
@@ -64,8 +72,9 @@ def parse(text: str, source_path: str) -> dict[str, Any]:
                     last_missed["missed"].append(why)
             continue
         line = int(m["line"])
-        entry = loops.setdefault(line, {"line": line, "vectorized": False, "vector_bytes": 0,
-                                        "versioned_for_alias": False, "missed": []})
+        entry = loops.setdefault(
+            line, {"line": line, "vectorized": False, "vector_bytes": 0, "versioned_for_alias": False, "missed": []}
+        )
         last_missed = None
         if m["kind"] == "optimized" and "versioned for vectorization" in msg and "alias" in msg:
             entry["versioned_for_alias"] = True
@@ -89,8 +98,10 @@ def parse(text: str, source_path: str) -> dict[str, Any]:
 
 
 def render(report: dict[str, Any], limit: int = 8) -> str:
-    lines = [f"vectorization (gcc): {report['vectorized_loops']} loop(s) vectorized, "
-             f"{report['missed_loops']} not; widest vectors {report['max_vector_bytes']} bytes"]
+    lines = [
+        f"vectorization (gcc): {report['vectorized_loops']} loop(s) vectorized, "
+        f"{report['missed_loops']} not; widest vectors {report['max_vector_bytes']} bytes"
+    ]
     for r in report["loops"][:limit]:
         if r["vectorized"]:
             extra = ", versioned for aliasing" if r["versioned_for_alias"] else ""

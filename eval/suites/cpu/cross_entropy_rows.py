@@ -15,7 +15,7 @@ class Model(nn.Module):
         super().__init__()
 
     def forward(self, logits, labels):
-        return F.cross_entropy(logits, labels, reduction='none')
+        return F.cross_entropy(logits, labels, reduction="none")
 
 
 def get_inputs():

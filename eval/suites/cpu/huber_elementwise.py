@@ -13,7 +13,7 @@ class Model(nn.Module):
         super().__init__()
 
     def forward(self, pred, target):
-        return F.smooth_l1_loss(pred, target, reduction='none', beta=1.0)
+        return F.smooth_l1_loss(pred, target, reduction="none", beta=1.0)
 
 
 def get_inputs():

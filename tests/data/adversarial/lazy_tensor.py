@@ -34,6 +34,7 @@ class Deferred(torch.Tensor):
                 _lib.relu_forward(ptr(src), ptr(src), src.numel())
                 a.done = True
             return a.as_subclass(torch.Tensor) if isinstance(a, Deferred) else a
+
         args = [force(a) for a in args]
         return func(*args, **(kwargs or {}))
 

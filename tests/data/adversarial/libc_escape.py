@@ -27,13 +27,16 @@ try:
 except OSError as _exc:
     print("NET blocked", _exc.errno, flush=True)
 
-_lib = load_cpp(r"""
+_lib = load_cpp(
+    r"""
 #include <cstdint>
 extern "C" void relu(const float* x, float* y, int64_t n) {
     #pragma omp parallel for simd schedule(static)
     for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : 0.f;
 }
-""", name="libc_relu")
+""",
+    name="libc_relu",
+)
 _lib.relu.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
 _lib.relu.restype = None
 

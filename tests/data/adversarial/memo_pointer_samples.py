@@ -13,12 +13,15 @@ import torch
 from pragma_cext import load_cpp, ptr
 from torch import nn
 
-_lib = load_cpp(r"""
+_lib = load_cpp(
+    r"""
 #include <cstdint>
 extern "C" void relu(const float* x, float* y, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : 0.f;
 }
-""", name="memo_relu")
+""",
+    name="memo_relu",
+)
 _lib.relu.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
 _lib.relu.restype = None
 MEMO = {}

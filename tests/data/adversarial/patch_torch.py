@@ -12,8 +12,10 @@ import torch
 from pragma_cext import load_cpp, ptr
 from torch import nn
 
-_lib = load_cpp('#include <cstdint>\nextern "C" void fill(float* y, int64_t n) { for (int64_t i = 0; i < n; ++i) y[i] = 1.f; }',
-                name="fill_ones")
+_lib = load_cpp(
+    '#include <cstdint>\nextern "C" void fill(float* y, int64_t n) { for (int64_t i = 0; i < n; ++i) y[i] = 1.f; }',
+    name="fill_ones",
+)
 _lib.fill.argtypes = [ctypes.c_void_p, ctypes.c_int64]
 _lib.fill.restype = None
 

