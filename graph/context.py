@@ -46,8 +46,9 @@ class Context:
     )
     gpu_timing: Literal["events", "do_bench"] = _knob(
         "events",
-        "GPU timing: 'events' (interleaved CUDA events, device-wide synchronize before the end "
-        "event, L2 flush before every call) or 'do_bench' (triton.testing.do_bench per implementation).",
+        "Kept so existing settings still load; it changes nothing. Since verifier v2 the verdict on CUDA "
+        "is timed by the judge's clock around each call, which ends with a device-wide synchronize "
+        "(events or do_bench would run in the candidate's process, where it could patch them).",
     )
     ncu_timeout_s: float = _knob(600.0, "Wall-clock limit for one Nsight Compute run, seconds.")
     ncu_calls: int = _knob(
