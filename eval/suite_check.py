@@ -73,38 +73,37 @@ def degenerate_outputs(output: Any, atol: float = ATOL, rtol: float = RTOL) -> l
 
 
 def decidability(
-    model: Any, trial_inputs: list[list[Any]], seed: int, atol: float = ATOL, rtol: float = RTOL
+    model: Any, trial_inputs: list[list[Any]], refs: list[Any], seed: int, atol: float = ATOL, rtol: float = RTOL
 ) -> dict[str, Any]:
     """The verifier's tolerance_discriminates rule, judged the way the judge judges it: across the
-    reference outputs of the trials and of the stress variants of the last trial's inputs."""
+    reference outputs ``refs`` of the trials and those of the stress variants of the last trial's
+    inputs (the same skip policy and tolerances, ``stress.judgeable``)."""
     import torch
 
     from pragma.tools import stress
 
-    refs = [model(*inputs) for inputs in trial_inputs]
+    def reference(inputs: list[Any]) -> tuple[Any, str]:
+        try:
+            return model(*inputs), ""
+        except Exception as exc:
+            return None, str(exc)
+
     judged = [(r, atol, rtol) for r in refs]
     trials_alone = bool(stress.degenerate_across(judged))  # what the problem's own inputs can tell
     variants, skipped = stress.stress_variants(trial_inputs[-1], torch.Generator().manual_seed(seed))
-    base_peak = stress.output_peak(refs[-1])
-    used, skipped_out = [], [f"{s['name']}: {s['reason']}" for s in skipped]
-    for var in variants:
-        try:
-            out = model(*var["inputs"])
-        except Exception as exc:  # e.g. a factorization of a matrix the variant made indefinite
-            skipped_out.append(f"{var['name']}: the reference failed: {str(exc)[:100]}")
-            continue
-        if why := stress.unusable_reference(out):
-            skipped_out.append(f"{var['name']}: {why}")
-            continue
-        used.append(var["name"])
-        judged.append((out, stress.variant_atol(atol, base_peak, out), rtol))
+    used = []
+    for name, _, out, variant_atol in stress.judgeable(
+        variants, reference, stress.output_peak(refs[-1]), atol, skipped
+    ):
+        used.append(name)
+        judged.append((out, variant_atol, rtol))
     why = stress.degenerate_across(judged)
     return {
         "decidable": not why,
         "why": why,
         "needs_stress": trials_alone and not why,
         "stress_used": used,
-        "stress_skipped": skipped_out,
+        "stress_skipped": [f"{s['name']}: {s['reason']}" for s in skipped],
         "structures": stress.describe_structures(trial_inputs[-1]),
     }
 
@@ -126,11 +125,11 @@ def check_problem(
         trial_inputs.append(list(problem.get_inputs()))
     inputs = trial_inputs[0]
     with torch.no_grad():
-        out = model(*inputs)
+        refs = [model(*x) for x in trial_inputs]
         result: dict[str, Any] = {
-            "degenerate": degenerate_outputs(out),
-            "output_shapes": [list(t.shape) for t in _tensors(out)],
-            **decidability(model, trial_inputs, seed),
+            "degenerate": degenerate_outputs(refs[0]),
+            "output_shapes": [list(t.shape) for t in _tensors(refs[0])],
+            **decidability(model, trial_inputs, refs, seed),
         }
         previous = torch.get_num_threads()
         for n in time_threads:

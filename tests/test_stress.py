@@ -140,3 +140,22 @@ def test_degenerate_across_integer_and_shape_changing_outputs():
     # Every output must be fixable for a fixed output to pass: one moving output decides.
     moving = [((torch.ones(3), torch.full((2,), float(v))), 1e-4, 1e-4) for v in (1, 2)]
     assert stress.degenerate_across(moving) == ""
+
+
+def test_judgeable_skips_failed_and_non_finite_references_and_scales_the_rest():
+    x = torch.rand(64) + 0.5
+    variants, _ = stress.stress_variants([x], gen())
+
+    def reference(inputs):  # log: negated and mixed-sign inputs leave its domain
+        if inputs[0].abs().max() > 100:
+            return None, "RuntimeError: too large for this reference"
+        return torch.log(inputs[0]), ""
+
+    skipped: list = []
+    got = list(stress.judgeable(variants, reference, stress.output_peak(torch.log(x)), 1e-4, skipped))
+    assert [name for name, *_ in got] == ["scaled x1e-03"]
+    [(_, inputs, out, atol)] = got
+    assert torch.equal(out, torch.log(inputs[0])) and atol != 1e-4  # scaled with the output's peak
+    reasons = {s["name"]: s["reason"] for s in skipped}
+    assert reasons["scaled x1e+03"] == "the reference failed on them: RuntimeError: too large for this reference"
+    assert "NaN/Inf" in reasons["negated"] and "NaN/Inf" in reasons["mixed signs"]

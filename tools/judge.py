@@ -38,7 +38,7 @@ from typing import Any, TypedDict
 import torch
 
 from pragma.tools import compare as cmp_mod
-from pragma.tools import freshen, landlock, shm, spawn, stats, timing_slot
+from pragma.tools import freshen, landlock, shm, spawn, stats, stress, timing_slot
 from pragma.tools.anticheat import RULES
 
 SETTLE_S = 0.02  # the first trial waits this long before checking that the output stopped changing
@@ -541,8 +541,6 @@ class Judge:
             self.ref_outs.append(ref_out)
             if t == 0:
                 why = cmp_mod.degenerate_tolerance(ref_out, self.atol, self.rtol)
-                if why and _stress_module() is None:
-                    raise self.v.reject("tolerance_discriminates", why)
                 if why:  # judged across the stress variants instead (a scalar loss is decidable there)
                     self.degenerate_first = why
                 else:
@@ -592,20 +590,21 @@ class Judge:
         self.guard("after the correctness trials")
         return traffic
 
-    def stress(self, masters: list[Any]) -> None:
-        """Hook for the stress variants (tools/stress.py, issue 12) when that module exists."""
-        stress = _stress_module()
-        if stress is None:
-            self.extra["stress"] = {"used": [], "skipped": [], "note": "tools/stress.py not available"}
-            return
-        self._stress_with(stress, masters)
+    def _reference_or_error(self, inputs: list[Any]) -> tuple[Any, str]:
+        """The reference's output on ``inputs``, or why its call failed (a stress variant skips)."""
+        self.bindings["reference"].write(inputs)
+        rep = self.ask("reference", {"op": "call"})
+        if rep.get("ok") is not True:
+            return None, str(rep.get("error", "forward failed"))
+        return self.fetch("reference"), ""
 
-    def _stress_with(self, stress: Any, masters: list[Any]) -> None:
+    def stress(self, masters: list[Any]) -> None:
+        """The candidate on the stress variants of ``masters`` (tools/stress.py, issue 12)."""
         started = time.perf_counter()
         gen = torch.Generator().manual_seed(self.seeds["stress"])
         variants, skipped = stress.stress_variants(masters, gen)
         used: list[str] = []
-        skipped_out = [{"name": str(s.get("name")), "reason": str(s.get("reason"))[:200]} for s in skipped]
+        skipped_out = [stress.Skipped(name=str(s["name"]), reason=str(s["reason"])[:200]) for s in skipped]
         # Filled as the variants run, so a mismatch still reports what was used and which one failed.
         report = self.extra["stress"] = {
             "used": used,
@@ -615,23 +614,9 @@ class Judge:
         }
         base_peak = stress.output_peak(self.ref_outs[-1]) if self.ref_outs else 0.0
         judged = [(r, self.atol, self.rtol) for r in self.ref_outs]
-        for var in variants:
-            name, inputs = str(var["name"]), list(var["inputs"])
-            self.bindings["reference"].write(inputs)
-            rep = self.ask("reference", {"op": "call"})
-            if rep.get("ok") is not True:  # e.g. a Cholesky of a matrix the variant made indefinite
-                skipped_out.append(
-                    {
-                        "name": name,
-                        "reason": f"the reference failed on them: {str(rep.get('error', 'forward failed'))[:160]}",
-                    }
-                )
-                continue
-            ref_out = self.fetch("reference")
-            if why := stress.unusable_reference(ref_out):
-                skipped_out.append({"name": name, "reason": str(why)[:200]})
-                continue
-            atol = stress.variant_atol(self.atol, base_peak, ref_out)
+        for name, inputs, ref_out, atol in stress.judgeable(
+            variants, self._reference_or_error, base_peak, self.atol, skipped_out
+        ):
             self.bindings["candidate"].write(inputs)
             try:
                 self.checked_call(
@@ -973,15 +958,6 @@ class Judge:
             "num_threads": self.n_threads,
             **timing,
         }
-
-
-def _stress_module() -> Any:
-    """tools/stress.py (issue 12) when it is installed, else None."""
-    try:
-        from pragma.tools import stress
-    except ImportError:
-        return None
-    return stress
 
 
 def _nbytes(values: Any) -> int:

@@ -23,7 +23,7 @@ code (tests/test_boundary.py keeps it so).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypedDict
 
 import torch
@@ -251,6 +251,32 @@ def variant_atol(atol: float, base_peak: float, variant_out: Any) -> float:
     if base_peak <= 0.0 or now <= 0.0:
         return atol
     return atol * max(now / base_peak, MIN_ATOL_FACTOR)
+
+
+def judgeable(
+    variants: list[Variant],
+    reference: Callable[[list[Any]], tuple[Any, str]],
+    base_peak: float,
+    atol: float,
+    skipped: list[Skipped],
+) -> Iterator[tuple[str, list[Any], Any, float]]:
+    """(name, inputs, reference output, atol) for each variant whose reference can judge, in order.
+
+    ``reference(inputs)`` returns (output, "") or (None, why it failed); a variant whose reference
+    failed (a factorization of a matrix the variant made indefinite) or left its domain is
+    appended to ``skipped`` with the reason instead. The verifier (through its runners) and
+    ``pragma eval check`` (in process) both judge variants through this one policy.
+    """
+    for var in variants:
+        name, inputs = str(var["name"]), list(var["inputs"])
+        out, error = reference(inputs)
+        if error:
+            skipped.append(Skipped(name=name, reason=f"the reference failed on them: {error[:160]}"))
+            continue
+        if why := unusable_reference(out):
+            skipped.append(Skipped(name=name, reason=why[:200]))
+            continue
+        yield name, inputs, out, variant_atol(atol, base_peak, out)
 
 
 def degenerate_across(judged: list[tuple[Any, float, float]]) -> str:
