@@ -183,10 +183,10 @@ def profile_region(
             result["op_cost"] = operation_cost(problem, seed, inputs)
         except Exception as exc:  # the roofline is optional; the profile is not
             result["op_cost_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
-    micro = bool(req.get("micro_experiments", True)) and not req.get("callgrind_helper")
+    flush_bytes = 0 if req.get("callgrind_helper") else int(req.get("micro_flush_bytes") or 0)
     # Allocated before the first call, so the profiled loop and the experiments run against the
     # same allocator state (a 64 MiB allocation later made a kernel's fresh outputs fault 8x slower).
-    scratch = torch.ones(max(MIN_FLUSH_BYTES, 2 * _llc_bytes()) // 4) if micro else None
+    scratch = torch.ones(flush_bytes // 4) if flush_bytes else None
     with torch.no_grad():
         for _ in range(int(req["warmup_calls"])):
             candidate(*inputs)
@@ -208,20 +208,6 @@ def profile_region(
 
 MICRO_CALLS = 5  # per variant: medians of 5 keep the experiment under a second for 50 ms kernels
 MICRO_MAX_CALL_MS = 250.0  # slower kernels skip them (6 more calls would cost seconds)
-MIN_FLUSH_BYTES = 64 * 2**20
-
-
-def _llc_bytes() -> int:
-    """The largest cache's size from sysfs (0 when unknown)."""
-    sizes = []
-    for f in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
-        text = f.read_text().strip().upper()
-        mult = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
-        try:
-            sizes.append(int(text.rstrip("KMG")) * mult)
-        except ValueError:
-            continue
-    return max(sizes, default=0)
 
 
 def _block_ms(call: Callable[[], Any], before: Callable[[], Any] | None = None) -> float:

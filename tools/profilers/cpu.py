@@ -174,6 +174,15 @@ def _roofline_part(
     return roof
 
 
+MIN_FLUSH_BYTES = 64 * 2**20
+
+
+def _flush_bytes(spec: dict[str, Any]) -> int:
+    """Bytes to read between cold calls: twice the last-level cache, at least 64 MiB."""
+    llc = hardware.last_level_cache(spec)
+    return max(MIN_FLUSH_BYTES, 2 * int(llc["size_bytes"]) if llc else 0)
+
+
 COLD_RATIO_CACHED = 1.3  # cold calls this much slower than warm ones: the warm loop was cache-served
 COLD_RATIO_STREAMING = 1.1  # within 10%: the caches did not matter (noise on this VM is a few %)
 
@@ -230,7 +239,12 @@ def profile_candidate(
             tools,
             "perf_stat",
             lambda: runs.counting_run(
-                problem_path, code, ctx, perf_stat.default_events(req.events), tdown_groups + req.metric_groups
+                problem_path,
+                code,
+                ctx,
+                perf_stat.default_events(req.events),
+                tdown_groups + req.metric_groups,
+                flush_bytes=_flush_bytes(spec),
             ),
         )
     tools["perf_stat"]["timing_slot_waited_s"] = round(slot["waited_s"], 2)

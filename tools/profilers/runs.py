@@ -79,9 +79,12 @@ def _why(outcome: sandbox.SandboxOutcome) -> str:
 
 
 def counting_run(
-    problem_path: str, code: str, ctx: Context, events: list[str], groups: list[str]
+    problem_path: str, code: str, ctx: Context, events: list[str], groups: list[str], flush_bytes: int = 0
 ) -> tuple[dict[str, Any], dict[str, Any] | None, list[str]]:
-    """(region result, parsed perf output or None, notes); falls back to fewer events, then no perf."""
+    """(region result, parsed perf output or None, notes); falls back to fewer events, then no perf.
+
+    ``flush_bytes`` > 0 asks the region for the cold-vs-warm micro-experiment, flushing the caches
+    by reading that many bytes (tools/region.py)."""
     notes: list[str] = []
     attempts: list[tuple[list[str], list[str]]] = []
     if perf_stat.perf_binary():
@@ -94,7 +97,7 @@ def counting_run(
     for n, (ev, grp) in enumerate(attempts):
         run_dir = RunDir()
         try:
-            prefix, updates = [], {"op_cost": True}
+            prefix, updates = [], {"op_cost": True, "micro_flush_bytes": flush_bytes}
             if ev:
                 ctl, ack = run_dir.fifos()
                 out = str(run_dir.path / "perf.csv")
