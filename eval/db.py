@@ -81,6 +81,10 @@ ATTEMPT_COLUMNS = {
     "cost_usd": "DOUBLE PRECISION",
     "llm_wall_s": "DOUBLE PRECISION",
     "verify_wall_s": "DOUBLE PRECISION",
+    # Sequential acceptance testing (issue 13): batches of timing added because the CI against
+    # the best straddled the bar after the first, and whether they decided it (1) or not (0).
+    "extra_batches": "INTEGER",
+    "decision_changed": "INTEGER",
     "message": "TEXT",
     "recorded_at": "DOUBLE PRECISION",
 }
@@ -117,8 +121,29 @@ class ResultsDB:
         with self._connect() as conn:
             for table in TABLES:
                 self._run(conn, _ddl(table), ())
+                self._add_missing_columns(conn, table)
             if not self.postgres:
                 conn.execute("PRAGMA journal_mode=WAL")  # readers (progress, report) never block writers
+
+    def _add_missing_columns(self, conn: Any, table: str) -> None:
+        """A results database written by an older PRAGMA lacks columns added since: add them (NULL
+        in old rows), so old runs stay readable and resumable."""
+        if self.postgres:
+            cur = conn.execute(f"SELECT * FROM {table} LIMIT 0")
+            present = {d.name for d in cur.description}
+        else:
+            present = {row[1] for row in conn.execute(f"PRAGMA table_info({table})").fetchall()}
+        for name, kind in TABLES[table].items():
+            if name in present:
+                continue
+            if self.postgres:
+                self._run(conn, f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {name} {kind}", ())
+                continue
+            try:
+                self._run(conn, f"ALTER TABLE {table} ADD COLUMN {name} {kind}", ())
+            except sqlite3.OperationalError as exc:  # another worker added it between the check and here
+                if "duplicate column" not in str(exc):
+                    raise
 
     @contextmanager
     def _connect(self) -> Iterator[Any]:

@@ -102,6 +102,8 @@ def attempt_rows(spec: JobSpec, state: dict[str, Any], cis: dict[int, tuple]) ->
                 "cost_usd": llm.get("cost_usd", 0.0),
                 "llm_wall_s": llm.get("wall_s", 0.0),
                 "verify_wall_s": float(a.get("wall_s", 0.0)),
+                "extra_batches": int(a.get("extra_batches", 0) or 0),
+                "decision_changed": int(bool(a.get("sequential_decision_changed", False))),
                 "message": (a.get("message") or "")[:2000],
                 "recorded_at": time.time(),
             }

@@ -148,6 +148,33 @@ def best_so_far(attempts: list[dict[str, Any]], max_iterations: int) -> dict[str
     return curves
 
 
+def sequential_summary(attempts: list[dict[str, Any]]) -> dict[str, int]:
+    """How the verifier's sequential acceptance test went, over one mode's attempts.
+
+    ``head_to_head``: correct attempts timed against a best (an attempt accepted earlier in the
+    same problem); ``straddled``: of those, the ones whose CI against the best straddled the
+    acceptance bar after the first batch, so more batches were timed; ``decided``: the extra
+    batches settled it (``accepted`` + ``rejected``); ``undecided``: still straddling at the
+    budget's end (not accepted). Rows from a database older than these columns count as not
+    straddled.
+    """
+    out = {"head_to_head": 0, "straddled": 0, "decided": 0, "accepted": 0, "rejected": 0, "undecided": 0}
+    for problem in sorted({a["problem"] for a in attempts}):
+        has_best = False
+        for a in sorted((a for a in attempts if a["problem"] == problem), key=lambda a: int(a["iteration"])):
+            if a["status"] == "ok" and has_best:
+                out["head_to_head"] += 1
+                if int(a.get("extra_batches") or 0) > 0:
+                    out["straddled"] += 1
+                    if a.get("decision_changed"):
+                        out["decided"] += 1
+                        out["accepted" if a.get("accepted") else "rejected"] += 1
+                    else:
+                        out["undecided"] += 1
+            has_best = has_best or bool(a.get("accepted"))
+    return out
+
+
 def curve_summary(curves: dict[str, list[float]], n_problems: int) -> dict[str, list[float]]:
     """Across problems, per iteration: fraction solved so far and geomean speedup (unsolved = 1.0x).
 

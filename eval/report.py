@@ -217,6 +217,7 @@ def build(run_id: str, results_url: str | None = None) -> dict[str, Any]:
     for mode in modes:
         rows = [a for a in attempts if a["mode"] == mode and (a["problem"], mode) in finished]
         curves[mode] = metrics.curve_summary(metrics.best_so_far(rows, max_iterations), n_problems)
+    sequential = {m: metrics.sequential_summary([a for a in attempts if a["mode"] == m]) for m in modes}
     status_counts: dict[str, int] = {}
     for r in problems:
         status_counts[r["status"]] = status_counts.get(r["status"], 0) + 1
@@ -231,6 +232,7 @@ def build(run_id: str, results_url: str | None = None) -> dict[str, Any]:
         "summaries": summaries,
         "per_category": per_category,
         "curves": curves,
+        "sequential": sequential,
         "status_counts": status_counts,
         "n_problems": n_problems,
         "machine": loads(run["machine_json"], {}),
@@ -290,8 +292,29 @@ def _sections(data: dict[str, Any]) -> list[tuple[str, Any]]:
             "Per problem (best speedup [95% CI] @attempt, or why not)",
             table_problems(data["problems"], data["all_modes"], data["attempts"]),
         ),
+        ("Acceptance against the best (sequential testing)", sequential_lines(data["sequential"])),
         ("Conventions", [f"- {c}" for c in CONVENTIONS]),
     ]
+
+
+def sequential_lines(sequential: dict[str, dict[str, int]]) -> list[str]:
+    """One line per mode: how often the first batch could not decide and what more timing did."""
+    lines = []
+    for mode, s in sequential.items():
+        if not s["head_to_head"]:
+            lines.append(f"- {mode}: no correct attempt was timed against an earlier best")
+            continue
+        line = (
+            f"- {mode}: {s['head_to_head']} correct attempt(s) timed against the best; the first batch left "
+            f"{s['straddled']} undecided (CI straddling the bar)"
+        )
+        if s["straddled"]:
+            line += (
+                f"; extra batches decided {s['decided']} ({s['accepted']} accepted, {s['rejected']} rejected), "
+                f"{s['undecided']} still straddled and were not accepted"
+            )
+        lines.append(line)
+    return lines
 
 
 def render_markdown(data: dict[str, Any]) -> str:

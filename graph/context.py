@@ -74,6 +74,13 @@ class Context:
         "failure status, no LLM call), 'rules+model' (the hints plus the Conductor model's advice) or 'auto' "
         "(rules for the embedded local model, rules+model otherwise).",
     )
+    optimize_advice: Literal["auto", "rules", "model"] = _knob(
+        "auto",
+        "The Conductor's guidance after a correct candidate: 'model' (the Conductor model reads the profile, "
+        "the knowledge and the best), 'rules' (PRAGMA's fixed plan for the profile's bottleneck label, with "
+        "its evidence; no LLM call, never stops a run) or 'auto' (rules for the embedded local model, whose "
+        "Conductor calls took minutes each; model otherwise).",
+    )
     prompt_budget_tokens: int = _knob(
         0,
         "Upper bound on one prompt (system + human), approximate tokens; the least important sections are "

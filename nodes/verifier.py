@@ -29,6 +29,8 @@ ATTEMPT_KEYS = (
     "is_new_best",
     "speedup_vs_best",
     "is_suspicious",
+    "extra_batches",
+    "sequential_decision_changed",
 )
 
 

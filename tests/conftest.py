@@ -1,5 +1,16 @@
+"""Shared fixtures, and the line between unit and integration tests.
+
+A test marked ``integration`` may start processes (sandboxes, g++, the CLI, servers, eval jobs).
+Every other test is a unit test: it runs in this process only, and the guard below makes that a
+rule rather than a convention: a unit test that starts a process fails with a message naming the
+mark. ``make test-fast`` runs the unit tests (``-m "not integration"``); ``make test`` runs all.
+"""
+
 import json
+import multiprocessing.util
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -13,16 +24,56 @@ CANDIDATES = Path(__file__).parent / "data" / "candidates"
 FAST_SETTINGS = {
     "PRAGMA_TIMED_CALLS": "10",
     "PRAGMA_WARMUP_CALLS": "2",
+    "PRAGMA_WARMUP_S": "0.05",
     "PRAGMA_PROFILE_CALLS": "5",
     # Never start the embedded model by accident (it is installed on dev machines).
     "PRAGMA_LOCAL_MODEL": "off",
+    # Graph, resume and CLI tests profile to exercise the flow, not the profiler's tools: the hot-spot
+    # sampling (perf record + llvm-mca, ~2.5 s a profile) and the callgrind simulation (30-60 s) are
+    # tested, with these settings at their defaults, in tests/test_profiler_real.py.
+    "PRAGMA_PROFILE_HOTSPOTS": "false",
+    "PRAGMA_PROFILE_SIMULATE": "never",
+}
+# The profiler's own tests: every tool at its default.
+PROFILER_SETTINGS = {
+    k: v for k, v in FAST_SETTINGS.items() if k not in ("PRAGMA_PROFILE_HOTSPOTS", "PRAGMA_PROFILE_SIMULATE")
 }
 
 
+@pytest.fixture(scope="session")
+def machine_peaks(tmp_path_factory):
+    """This machine's measured peaks (tools/hardware.py), measured once per session on first use.
+
+    Why: every test has its own data dir, and each profiling test measured the machine again
+    (g++ and a ~4 s benchmark). The peaks are a property of the machine, not of the test; tests of
+    the measurement itself call hardware.measure_peaks directly or use a fresh unit-test data dir.
+    """
+    session_dir = tmp_path_factory.mktemp("machine-peaks")
+    measured: list[Path] = []
+
+    def hardware_dir() -> Path:
+        if not measured:
+            from pragma.tools import hardware
+
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setenv("PRAGMA_DATA_DIR", str(session_dir))
+                hardware.peaks()
+            measured.append(session_dir / "hardware")
+        return measured[0]
+
+    return hardware_dir
+
+
 @pytest.fixture(autouse=True)
-def isolated_data_dir(tmp_path_factory, monkeypatch):
-    """Each test gets its own data dir (checkpoints, registry); builds are shared to save compiles."""
+def isolated_data_dir(request, tmp_path_factory, monkeypatch):
+    """Each test gets its own data dir (checkpoints, registry); builds are shared to save compiles.
+    Integration tests find the machine's peaks there already (``machine_peaks``); unit tests start
+    with none."""
     data = tmp_path_factory.mktemp("pragma-data")
+    if request.node.get_closest_marker("integration") is not None:
+        source = request.getfixturevalue("machine_peaks")()
+        if source.is_dir():
+            shutil.copytree(source, data / "hardware")
     monkeypatch.setenv("PRAGMA_DATA_DIR", str(data))
     for k, v in FAST_SETTINGS.items():
         monkeypatch.setenv(k, v)
@@ -41,3 +92,31 @@ def write_script(tmp_path: Path, script: dict) -> Path:
     path = tmp_path / "script.json"
     path.write_text(json.dumps(script))
     return path
+
+
+# Every way this code base starts a process: subprocess (run, Popen, check_output), fork
+# (multiprocessing's fork start, os.fork), spawn (multiprocessing's spawn/forkserver, posix_spawn).
+_PROCESS_STARTERS = [
+    (subprocess.Popen, "_execute_child"),
+    (os, "fork"),
+    (os, "forkpty"),
+    (os, "posix_spawn"),
+    (os, "posix_spawnp"),
+    (multiprocessing.util, "spawnv_passfds"),
+]
+
+
+@pytest.fixture(autouse=True)
+def unit_tests_start_no_process(request, monkeypatch):
+    if request.node.get_closest_marker("integration") is not None:
+        return
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError(
+            f"{request.node.nodeid} starts a process but is not marked integration: mark it "
+            "@pytest.mark.integration (or its module with pytestmark), or keep the unit test in-process"
+        )
+
+    for owner, name in _PROCESS_STARTERS:
+        if hasattr(owner, name):
+            monkeypatch.setattr(owner, name, refuse)

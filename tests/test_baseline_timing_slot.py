@@ -7,11 +7,14 @@ import subprocess
 import sys
 import time
 
+import pytest
 from conftest import EXAMPLES, pragma_env
 
 from pragma.eval import baselines
 from pragma.eval.suites import load_suite
 from pragma.graph.context import resolve_context
+
+pytestmark = pytest.mark.integration  # starts sandboxes/processes (tests/conftest.py)
 
 HOLD_S = 12.0
 HOLDER = (

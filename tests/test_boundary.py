@@ -67,6 +67,7 @@ def test_every_module_in_the_inside_package_is_marked_inside():
         assert _inside(f"pragma.tools.inside.{path.stem}")
 
 
+@pytest.mark.integration
 def test_the_judge_process_never_loads_an_inside_module():
     code = (
         "import sys, pragma.tools.judge, pragma.tools.verify\n"

@@ -13,6 +13,8 @@ from fake_openai import FakeOpenAI
 from pragma.graph import runs
 from pragma.graph.builder import compile_app
 
+pytestmark = pytest.mark.integration  # starts sandboxes/processes (tests/conftest.py)
+
 
 def _as_from_a_terminal() -> None:
     # A shell without job control starts background jobs (CI runners, `make ... &`) with SIGINT

@@ -3,9 +3,12 @@
 import subprocess
 import sys
 
+import pytest
 from conftest import pragma_env
 from fake_openai import FakeOpenAI
 from test_llm_endpoint import dead_port
+
+pytestmark = pytest.mark.integration  # starts sandboxes/processes (tests/conftest.py)
 
 
 def doctor(env):

@@ -11,6 +11,8 @@ from pragma.eval.job import TORCH_COMPILE, JobSpec, run_job
 from pragma.eval.suites import load_suite
 from pragma.graph.context import resolve_context
 
+pytestmark = pytest.mark.integration  # starts sandboxes/processes (tests/conftest.py)
+
 PROBLEM = '''"""category: activation — a small fused elementwise op, cheap to compile."""
 import torch
 from torch import nn
@@ -50,7 +52,7 @@ def test_reference_timing_is_cached_per_machine(small_problem):
     assert baselines.cached(small_problem.sha256, ctx.num_threads + 1, "reference") is None
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_torch_compile_is_measured_in_the_sandbox_and_cached(small_problem):
     ctx = resolve_context(timed_calls=10)
     result = baselines.torch_compile_baseline(small_problem.path, small_problem.sha256, ctx)
@@ -62,7 +64,7 @@ def test_torch_compile_is_measured_in_the_sandbox_and_cached(small_problem):
     assert again["cached"] and again["speedup"] == result["speedup"]
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_torch_compile_without_a_compiler_is_unavailable_with_the_reason(small_problem, monkeypatch, tmp_path):
     # Inductor builds C++ for CPU kernels with $CXX: without one, torch.compile cannot work here.
     monkeypatch.setenv("CXX", "/nonexistent/g++")

@@ -75,3 +75,60 @@ def test_best_so_far_follows_the_verifiers_acceptance():
     assert summary["solved_fraction"] == pytest.approx([1 / 3, 2 / 3, 2 / 3, 2 / 3, 2 / 3])
     assert summary["geomean_speedup_all"][0] == pytest.approx(3.0 ** (1 / 3))  # (1 * 3 * 1)^(1/3)
     assert summary["geomean_speedup_all"][4] == pytest.approx((2.5 * 3.0) ** (1 / 3))
+
+
+def _attempt(problem, iteration, status="ok", accepted=0, extra=0, changed=0):
+    return {
+        "problem": problem,
+        "iteration": iteration,
+        "status": status,
+        "accepted": accepted,
+        "extra_batches": extra,
+        "decision_changed": changed,
+    }
+
+
+def test_sequential_summary_counts_only_attempts_timed_against_a_best():
+    rows = [
+        # p: first accepted (no best yet: not a head-to-head), then a straddle decided for,
+        # a straddle decided against, a straddle left undecided, one decided by the first batch.
+        _attempt("p", 1, accepted=1),
+        _attempt("p", 2, accepted=1, extra=2, changed=1),
+        _attempt("p", 3, accepted=0, extra=1, changed=1),
+        _attempt("p", 4, accepted=0, extra=3, changed=0),
+        _attempt("p", 5, accepted=0),
+        # q: a failed attempt before any best, then its first accepted: no head-to-head at all;
+        # a later failure is not timed.
+        _attempt("q", 1, status="mismatch"),
+        _attempt("q", 2, accepted=1, extra=0),
+        _attempt("q", 3, status="compile_error"),
+        # r: an old database's rows (no sequential columns) count as not straddled.
+        {"problem": "r", "iteration": 1, "status": "ok", "accepted": 1},
+        {"problem": "r", "iteration": 2, "status": "ok", "accepted": 0},
+    ]
+    s = metrics.sequential_summary(rows)
+    assert s == {"head_to_head": 5, "straddled": 3, "decided": 2, "accepted": 1, "rejected": 1, "undecided": 1}
+
+
+def test_a_results_database_from_before_the_sequential_columns_gains_them(tmp_path):
+    import sqlite3
+
+    from pragma.eval.db import ResultsDB
+
+    path = tmp_path / "old.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "CREATE TABLE eval_attempts (run_id TEXT, problem TEXT, mode TEXT, iteration INTEGER, status TEXT, "
+        "PRIMARY KEY (run_id, problem, mode, iteration))"
+    )
+    conn.execute("INSERT INTO eval_attempts VALUES ('r', 'p', 'pragma', 1, 'ok')")
+    conn.commit()
+    conn.close()
+    db = ResultsDB(str(path))
+    db.upsert(
+        "eval_attempts",
+        {"run_id": "r", "problem": "p", "mode": "pragma", "iteration": 2, "status": "ok", "extra_batches": 2},
+    )
+    rows = db.attempts("r")
+    assert [r["extra_batches"] for r in rows] == [None, 2]
+    ResultsDB(str(path))  # a second open finds every column present and changes nothing

@@ -126,10 +126,10 @@ def test_no_profile_conductor_sees_only_correctness_and_time(monkeypatch):
             {"iteration": 2, "status": "ok", "speedup": 1.5},
         ],
     }
-    update = conductor.conductor(state, _Runtime(agent_mode="no-profile"))
+    update = conductor.conductor(state, _Runtime(agent_mode="no-profile", optimize_advice="model"))
     assert update["guidance"]["mode"] == "optimize"
     assert "profile" not in seen["human"].lower() and "ipc" not in seen["human"]
     assert 'runtime_ms="6.0000"' in seen["human"] and "kernel v1" in seen["human"]
     assert "No profiles" in seen["system"].replace("\n", " ") and not seen["tools"]  # no profiler-metric lookups
-    conductor.conductor(state, _Runtime(agent_mode="pragma"))
+    conductor.conductor(state, _Runtime(agent_mode="pragma", optimize_advice="model"))
     assert "<current_profile>" in seen["human"] and "<profile_diff>" in seen["human"]

@@ -16,6 +16,8 @@ from pragma.eval import harness, store, supervise
 from pragma.eval.db import ResultsDB
 from pragma.graph.context import resolve_context
 
+pytestmark = pytest.mark.integration  # starts sandboxes/processes (tests/conftest.py)
+
 EVAL_DATA = Path(__file__).parent / "data" / "eval"
 sys.path.insert(0, str(EVAL_DATA))
 import scripted_suite  # noqa: E402

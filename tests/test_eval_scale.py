@@ -27,7 +27,7 @@ import scripted_suite  # noqa: E402
 
 SUITE = str(ROOT / "eval" / "suites" / "cpu")
 PROBLEMS = ["leaky_relu", "max_reduction"]
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.integration
 
 
 @pytest.fixture

@@ -109,8 +109,16 @@ def test_partial_run_is_marked_on_the_first_line():
         "summaries": summary(rows),
         "per_category": {},
         "outcomes": report.outcomes_of(rows),
+        "sequential": {
+            "pragma": {"head_to_head": 4, "straddled": 2, "decided": 1, "accepted": 1, "rejected": 0, "undecided": 1}
+        },
     }
-    first = report.render_markdown(data).splitlines()[0]
+    text = report.render_markdown(data)
+    assert (
+        "pragma: 4 correct attempt(s) timed against the best; the first batch left 2 undecided (CI straddling "
+        "the bar); extra batches decided 1 (1 accepted, 0 rejected), 1 still straddled and were not accepted"
+    ) in text
+    first = text.splitlines()[0]
     assert first.startswith("# Evaluation run `r`") and "PARTIAL: 2 of 3 jobs pending or running" in first
     assert "counts as unsolved, at 1.0x" in " ".join(report.CONVENTIONS)
 

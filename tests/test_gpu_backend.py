@@ -76,6 +76,7 @@ def test_gpu_without_cuda_uses_the_interpreter_when_asked(monkeypatch):
     assert profile["status"] == "unavailable" and "correctness only" in profile["reason"]
 
 
+@pytest.mark.integration
 @no_cuda_only
 @pytest.mark.parametrize(
     "command",
@@ -107,6 +108,7 @@ def test_gpu_plausibility_uses_the_device_bandwidth():
     assert backends.gpu_plausibility(traffic, 0.01, {"status": "unavailable", "reason": "no GPU"})["verdict"] == "skip"
 
 
+@pytest.mark.integration
 @no_cuda_only
 def test_graph_runs_backend_gpu_on_the_interpreter(monkeypatch, tmp_path):
     """setup -> coder (Triton prompt) -> verifier (interpreter) -> profiler (unavailable: no GPU)."""

@@ -17,6 +17,8 @@ from pragma.graph.builder import compile_app
 from pragma.graph.context import resolve_context
 from pragma.tools.problem import read_problem
 
+pytestmark = pytest.mark.integration  # starts sandboxes/processes (tests/conftest.py)
+
 
 def route_of(thread_id: str) -> list[str]:
     with runs.checkpointer() as saver:

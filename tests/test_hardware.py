@@ -65,7 +65,7 @@ def test_peaks_scale_flops_with_threads_and_saturate_bandwidth():
     assert hardware.peaks_for_threads({**PEAK, "fma_gflops_all": 100.0}, 2)[0] == 160.0  # never below 1 thread
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_peak_benchmark_measures_this_machine(isolated_data_dir):
     peak = hardware.measure_peaks()
     assert peak["status"] == "ok", peak

@@ -17,6 +17,8 @@ from conftest import CANDIDATES, EXAMPLES
 from pragma.graph.context import resolve_context
 from pragma.tools.verify import verify_candidate
 
+pytestmark = pytest.mark.integration  # starts sandboxes/processes (tests/conftest.py)
+
 RELU = str(EXAMPLES / "relu.py")
 RELU_FAST = (CANDIDATES / "relu_fast.py").read_text()
 QUICK = {"timed_calls": 5, "warmup_calls": 1, "warmup_s": 0.0, "correctness_trials": 1, "static_checks": False}

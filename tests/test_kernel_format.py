@@ -115,6 +115,7 @@ def test_signature_states_pointers_dtypes_sizes_and_scalars(probed):
     assert proto.index("shift") < proto.index("out0") < proto.index("alpha")
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "name,cpp", [("gather_scale", GATHER_CPP), ("row_stats", ROW_STATS_CPP), ("linear_relu", LINEAR_RELU_CPP)]
 )
@@ -125,6 +126,7 @@ def test_generated_module_passes_the_real_verifier(probed, name, cpp):
     assert glue.kernel_of(code) == cpp.strip("\n") + "\n"
 
 
+@pytest.mark.integration
 def test_a_wrong_kernel_in_the_glue_is_a_mismatch(probed):
     wrong = GATHER_CPP.replace("(float)alpha + (float)shift", "(float)alpha")  # forgets the shift
     result = verify_candidate(
@@ -133,6 +135,7 @@ def test_a_wrong_kernel_in_the_glue_is_a_mismatch(probed):
     assert result["status"] == "mismatch"
 
 
+@pytest.mark.integration
 def test_generated_module_exports_to_a_standalone_best_py(probed, tmp_path):
     code = glue.module_source(glue.kernel_spec(probed["row_stats"]), ROW_STATS_CPP)
     best = tmp_path / "best.py"
@@ -155,6 +158,7 @@ print("same")
     assert proc.returncode == 0 and "same" in proc.stdout, proc.stderr[-2000:]
 
 
+@pytest.mark.integration
 def test_learned_weights_come_from_the_reference_constructor_as_pointers(probed):
     spec = glue.kernel_spec(probed["linear_relu"])
     proto = glue.prototype(spec)
@@ -218,6 +222,7 @@ def _coder_runtime(monkeypatch, script, **ctx):
     return SimpleNamespace(context=resolve_context(coder_model="scripted:x", **ctx)), seen
 
 
+@pytest.mark.integration
 def test_coder_in_kernel_format_wraps_the_reply_and_the_verifier_accepts_it(monkeypatch, probed):
     from pragma.nodes import coder
 
@@ -269,6 +274,7 @@ def test_probe_json_is_plain_data(probed):
     assert EXAMPLES.is_dir()
 
 
+@pytest.mark.integration
 def test_full_kernel_format_run_repairs_by_rules_exports_and_remembers(monkeypatch, tmp_path):
     """The whole graph with kernel replies only: a compile error repaired from the fixed hint (no
     Conductor reply is scripted for it), a verified kernel crowned, best.py standalone, the memory grown."""

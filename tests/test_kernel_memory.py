@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "eval" / "suites" / "cpu"
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("entry", json.loads((kernels.SEED_DIR / "manifest.json").read_text()), ids=lambda e: e["name"])
 def test_every_shipped_seed_kernel_passes_the_real_verifier(entry):
     problem = load_problem(ROOT / entry["problem"])
@@ -101,6 +102,7 @@ def test_an_accepted_best_grows_the_memory_unless_opted_out():
     assert row["code"] == "// elu kernel" and row["speedup"] == 1.7 and "memory-bound" in row["profile_summary"]
 
 
+@pytest.mark.integration
 def test_cli_lists_and_queries_the_memory(isolated_data_dir):
     env = pragma_env(isolated_data_dir)
     listed = subprocess.run(

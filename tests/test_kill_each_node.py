@@ -25,7 +25,7 @@ from fake_openai import FakeOpenAI
 from pragma.graph import runs
 from pragma.graph.builder import compile_app
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.integration
 HANG = {"hang_s": 300}  # a request the endpoint never answers in time: the CLI is killed meanwhile
 ARGS = ["--coder-model", "openai:fake-model", "--max-iterations", "4", "--set", "profile_simulate=never"]
 

@@ -180,6 +180,7 @@ def doc_profiler(monkeypatch, tmp_path):
     return prof, model
 
 
+@pytest.mark.integration
 def test_crawl_consolidate_build_end_to_end(doc_profiler):
     prof, model = doc_profiler
     result = crawler.crawl([prof])
@@ -208,6 +209,7 @@ def test_crawl_consolidate_build_end_to_end(doc_profiler):
     assert col.get(ids=["cpu:memtool:row_hits"])["metadatas"][0]["origin"] == "crawl"
 
 
+@pytest.mark.integration
 def test_consolidation_stops_cleanly_and_resumes(doc_profiler):
     prof, model = doc_profiler
     segments = crawler.crawl([prof]).segments
@@ -238,6 +240,7 @@ def test_unreachable_url_source_reports_and_builds_nothing(monkeypatch, tmp_path
     assert crawler.crawl([prof], local_only=True).pages == 1  # the offline part still works
 
 
+@pytest.mark.integration
 def test_cli_build_crawl_consolidate_and_errors(doc_profiler, monkeypatch, capsys):
     from pragma.graph import cli
 

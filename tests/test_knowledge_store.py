@@ -51,7 +51,7 @@ def test_seed_build_and_semantic_search(ef):
     assert store.status().startswith(f"{report.entries} entries")
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_cold_seed_build_embeds_everything_and_meets_the_recall_target():
     from pragma.eval.bench_retrieval import evaluate
 

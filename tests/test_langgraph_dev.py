@@ -31,7 +31,7 @@ SHUTDOWN_TIMEOUT_S = 15.0
 ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the server colours its log even into a file
 
 pytestmark = [
-    pytest.mark.slow,
+    pytest.mark.integration,
     pytest.mark.skipif(LANGGRAPH is None, reason="langgraph CLI not installed (pip install 'langgraph-cli[inmem]')"),
 ]
 

@@ -11,7 +11,7 @@ from conftest import EXAMPLES
 from test_langgraph_dev import LANGGRAPH, RUN_TIMEOUT_S, _log_tail, server  # noqa: F401  (the fixture)
 from test_run_lock import held_elsewhere
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(LANGGRAPH is None, reason="langgraph CLI not installed")]
+pytestmark = [pytest.mark.integration, pytest.mark.skipif(LANGGRAPH is None, reason="langgraph CLI not installed")]
 
 
 def test_studio_run_on_a_live_thread_fails_with_the_holders_line(server, tmp_path):  # noqa: F811

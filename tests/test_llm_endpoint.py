@@ -19,6 +19,8 @@ from pragma.graph.context import resolve_context
 from pragma.nodes import recording
 from pragma.tools.problem import read_problem
 
+pytestmark = pytest.mark.integration  # starts sandboxes/processes (tests/conftest.py)
+
 GUIDANCE = {
     "diagnosis": "scalar loop at -O0",
     "bottleneck": "not-vectorized",

@@ -8,7 +8,7 @@ from pragma.tools.profilers.cpu import profile_candidate
 from pragma.tools.verify import verify_candidate
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_load_inline_candidate_verifies_and_reuses_its_build(isolated_data_dir):
     ctx = resolve_context()
     code = (CANDIDATES / "relu_load_inline.py").read_text()

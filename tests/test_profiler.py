@@ -356,6 +356,7 @@ def test_simulated_branch_mispredictions_need_a_higher_rate_than_counters():
     assert bottleneck.classify_cpu(counters, None, None)[0] == "bad-speculation"
 
 
+@pytest.mark.integration
 def test_simulated_region_fits_its_calls_to_the_time_budget(tmp_path):
     import time
 

@@ -7,13 +7,14 @@ Each kernel is profiled once per module (callgrind costs ~30-60 s a profile here
 """
 
 import json
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import CANDIDATES, EXAMPLES, FAST_SETTINGS, pragma_env
+from conftest import CANDIDATES, EXAMPLES, PROFILER_SETTINGS, pragma_env
 
 from pragma.graph.context import resolve_context
 from pragma.tools import hardware
@@ -21,7 +22,7 @@ from pragma.tools.profilers import callgrind, mca, perf_stat
 from pragma.tools.profilers.cpu import profile_candidate, render_profile
 from pragma.tools.profilers.metrics import DEFAULT_CPU_METRICS
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.integration
 PROBLEMS = Path(__file__).parent / "data" / "problems"
 needs_valgrind = pytest.mark.skipif(callgrind.valgrind_binary() is None, reason="valgrind not installed")
 
@@ -32,7 +33,7 @@ def module_data(tmp_path_factory):
     data = tmp_path_factory.mktemp("pragma-profiler-real")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PRAGMA_DATA_DIR", str(data))
-        for k, v in FAST_SETTINGS.items():
+        for k, v in PROFILER_SETTINGS.items():
             mp.setenv(k, v)
         yield data, mp
 
@@ -46,7 +47,12 @@ def profiles(module_data):
         key = f"{problem.name}:{candidate}:{sorted(settings.items())}"
         if key not in cache:
             extra = settings.pop("extra", None)
-            ctx = resolve_context(**settings)
+            # The autouse fixture's FAST_SETTINGS turn hot spots and simulation off for flow tests;
+            # here every tool keeps its default unless the test names it.
+            env = {
+                k: v for k, v in os.environ.items() if k not in ("PRAGMA_PROFILE_HOTSPOTS", "PRAGMA_PROFILE_SIMULATE")
+            }
+            ctx = resolve_context(env, **settings)
             cache[key] = profile_candidate(str(problem), (CANDIDATES / f"{candidate}.py").read_text(), ctx, extra)
             assert cache[key]["status"] == "ok", cache[key]
         return cache[key]

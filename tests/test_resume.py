@@ -9,8 +9,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 import scripted
 from conftest import EXAMPLES, pragma_env, write_script
+
+pytestmark = pytest.mark.integration  # starts sandboxes/processes (tests/conftest.py)
 
 CLI = str(Path(__file__).parent / "scripted_cli.py")
 

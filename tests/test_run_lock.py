@@ -25,6 +25,8 @@ from pragma.eval.db import ResultsDB
 from pragma.graph import lock, runs
 from pragma.graph.context import resolve_context
 
+pytestmark = pytest.mark.integration  # starts sandboxes/processes (tests/conftest.py)
+
 HOLDER = (
     "import sys, time\nfrom pragma.graph import lock\n"
     "held = lock.hold(sys.argv[1])\nheld.__enter__()\nprint('held', flush=True)\ntime.sleep(600)\n"

@@ -7,7 +7,11 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from pragma.tools import timing_slot
+
+pytestmark = pytest.mark.integration  # starts sandboxes/processes (tests/conftest.py)
 
 HOLDER = """
 import sys, time

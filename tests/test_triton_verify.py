@@ -14,6 +14,8 @@ import torch
 from pragma.graph.context import resolve_context
 from pragma.tools.verify import verify_candidate
 
+pytestmark = pytest.mark.integration  # starts sandboxes/processes (tests/conftest.py)
+
 DATA = Path(__file__).parent / "data" / "gpu"
 PROBLEMS, CANDIDATES = DATA / "problems", DATA / "candidates"
 INTERPRETER = {"backend": "gpu", "timed_calls": 3, "warmup_calls": 1, "warmup_s": 0.0}

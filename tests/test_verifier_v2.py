@@ -12,6 +12,8 @@ from pragma.graph.context import resolve_context
 from pragma.tools import freshen, physical
 from pragma.tools.verify import verify_candidate
 
+pytestmark = pytest.mark.integration  # starts sandboxes/processes (tests/conftest.py)
+
 RELU = str(EXAMPLES / "relu.py")
 RELU_FAST = (CANDIDATES / "relu_fast.py").read_text()
 QUICK = {"timed_calls": 20, "warmup_calls": 2, "warmup_s": 0.0, "correctness_trials": 1}

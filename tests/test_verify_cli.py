@@ -8,6 +8,8 @@ import time
 import pytest
 from conftest import CANDIDATES, EXAMPLES, pragma_env
 
+pytestmark = pytest.mark.integration  # starts sandboxes/processes (tests/conftest.py)
+
 REQUIRED = (
     "status",
     "message",

@@ -95,9 +95,9 @@ def cache_levels(base: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> lis
 def cpu_spec() -> dict[str, Any]:
     """What the OS reports (no measurement): model, cores, SIMD level, cache geometry, memory."""
     cpuinfo = _read("/proc/cpuinfo")
-    model = next(
-        (ln.split(":", 1)[1].strip() for ln in cpuinfo.splitlines() if ln.startswith("model name")),
-        platform.processor() or platform.machine(),
+    # platform.processor() runs `uname -p` in a subprocess: only when /proc/cpuinfo names no model.
+    model = next((ln.split(":", 1)[1].strip() for ln in cpuinfo.splitlines() if ln.startswith("model name")), "") or (
+        platform.processor() or platform.machine()
     )
     flags_line = next((ln for ln in cpuinfo.splitlines() if ln.startswith(("flags", "Features"))), "")
     flags = set(flags_line.split(":", 1)[1].split()) if ":" in flags_line else set()

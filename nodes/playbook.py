@@ -1,0 +1,150 @@
+"""Optimisation guidance that does not depend on a model: the profile's bottleneck, its evidence and
+a fixed plan for that bottleneck.
+
+Why: with the embedded 1.5B model each Conductor call took 2-2.5 minutes on 2 cores (0.6-1.7
+output tokens/s over a 3-4k-token prompt) and was ~75% of the demo's time, while its advice
+mostly restated the profile. ``Context.optimize_advice`` = ``rules`` (the default for the embedded
+model) replaces that call with this table: the profiler's classification (``tools/profilers/
+bottleneck.py``, the same vocabulary the Conductor model must answer in) picks the plan, the
+profile's own evidence and roofline line say why. Larger models keep the Conductor (``model``).
+
+Plans are data, per backend (C++ on CPU, Triton on GPU), worded as instructions to the Coder; a
+label without a plan gets the generic one, so the lookup is total.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pragma.tools.profilers.bottleneck import VOCABULARY
+
+GENERIC = "unknown"
+
+CPU_PLANS: dict[str, list[str]] = {
+    "memory-bound": [
+        "touch each input and output element once: fuse every pass into a single loop over the data",
+        "stream with wide vector loads/stores (#pragma omp simd, or AVX2 _mm256 intrinsics on float)",
+        "keep temporaries in registers; do not write intermediate arrays",
+    ],
+    "dram-bound": [
+        "cut DRAM traffic: one pass over the data, no intermediate arrays, no re-reads of the inputs",
+        "block the loops so data loaded once is reused from cache before it is evicted",
+        "use #pragma omp parallel for over the outer loop so more cores pull bandwidth",
+    ],
+    "cache-resident": [
+        "the data fits in cache: the limit is instructions per element, not bandwidth",
+        "vectorize the inner loop (8 floats per AVX2 instruction) and unroll it 2-4x",
+        "hoist every index computation and branch out of the inner loop",
+    ],
+    "compute-bound": [
+        "vectorize the arithmetic (#pragma omp simd or AVX2 intrinsics) and use fused multiply-add",
+        "unroll with several independent accumulators so the FMA latency is hidden",
+        "replace divisions and transcendental calls by multiplications or cheaper approximations "
+        "that stay inside the tolerance",
+    ],
+    "not-vectorized": [
+        "the hot loop runs scalar instructions: make it vectorizable (unit-stride access, no calls, "
+        "no aliasing: mark pointers __restrict__) and add #pragma omp simd",
+        "or write the loop with AVX2 intrinsics (_mm256_loadu_ps, _mm256_max_ps, _mm256_storeu_ps)",
+        "handle the remainder elements in a short scalar tail loop",
+    ],
+    "poor-locality": [
+        "access memory in the order it is laid out (innermost loop over the contiguous dimension)",
+        "tile the loops so each block of data is reused while it is in L1/L2",
+        "transpose or pack an operand once if it is read with a large stride",
+    ],
+    "bad-speculation": [
+        "remove data-dependent branches from the inner loop: use max/min/select (or blend intrinsics) "
+        "instead of if/else",
+        "split special cases out of the hot loop",
+    ],
+    "frontend-bound": [
+        "shrink the hot loop: fewer instructions per element, no function calls inside it",
+        "unroll moderately (2-4x), not aggressively",
+    ],
+    "latency/overhead-bound": [
+        "the call is so short that fixed costs dominate: do all work in one kernel call",
+        "avoid per-call allocations or copies in forward beyond the output tensor",
+        "do not start threads for small sizes (#pragma omp parallel for if(n > 1 << 16))",
+    ],
+    GENERIC: [
+        "fuse all work into one pass over the data with a vectorized inner loop (#pragma omp simd)",
+        "parallelize the outer loop with #pragma omp parallel for",
+        "mark pointers __restrict__ and hoist index arithmetic out of the inner loop",
+    ],
+}
+
+GPU_PLANS: dict[str, list[str]] = {
+    "memory-bound": [
+        "one kernel, one pass: fuse all elementwise work and load each input once",
+        "use larger BLOCK_SIZE (1024-4096) and contiguous, masked tl.load/tl.store",
+    ],
+    "dram-bound": [
+        "cut global-memory traffic: fuse passes, keep intermediates in registers",
+        "make loads coalesced: consecutive program elements read consecutive addresses",
+    ],
+    "cache-resident": [
+        "the data is served from cache: reduce instructions per element and launch fewer programs",
+    ],
+    "compute-bound": [
+        "use tl.dot for matrix products, with BLOCK sizes that are multiples of 16",
+        "avoid recomputing values inside the loop; accumulate in float32",
+    ],
+    "latency/overhead-bound": [
+        "one launch per forward: fuse everything into one kernel and avoid host-side work",
+        "size the grid so each program does enough work",
+    ],
+    GENERIC: [
+        "fuse the work into one kernel with coalesced, masked loads and stores",
+        "tune BLOCK_SIZE and num_warps for the problem size",
+    ],
+}
+
+
+def plan_for(label: str, backend: str) -> list[str]:
+    """The fixed steps for a bottleneck label (the generic plan for labels without one)."""
+    plans = GPU_PLANS if backend == "gpu" else CPU_PLANS
+    return plans.get(label) or plans[GENERIC]
+
+
+def guidance_from_profile(
+    profile: dict[str, Any], best: dict[str, Any], speedup: float, backend: str, no_profile: bool
+) -> dict[str, Any]:
+    """The Conductor's guidance dict (same keys as the model's), built from the profile alone.
+
+    ``no_profile`` (N-PRAGMA): the Conductor may not read a profile, so the plan is the generic one.
+    """
+    label = "unknown" if no_profile else str(profile.get("bottleneck") or "unknown")
+    if label not in VOCABULARY:
+        label = "unknown"
+    evidence = "" if no_profile else str(profile.get("bottleneck_evidence") or "")
+    roof = "" if no_profile else _roof_line(profile)
+    diagnosis = f"the profile classifies the kernel as {label}" + (f" ({evidence})" if evidence else "")
+    if no_profile or label == "unknown":
+        diagnosis = f"the candidate runs at {speedup:.2f}x the reference; no profile evidence separates the causes"
+    if roof:
+        diagnosis += f"; {roof}"
+    if best.get("speedup"):
+        diagnosis += f"; the best so far is attempt {best.get('iteration', 0)} at {float(best['speedup']):.2f}x"
+    steps = plan_for(label, backend)
+    text = f"Diagnosis: {diagnosis}\nNext steps:\n" + "\n".join(f"{i + 1}. {s}" for i, s in enumerate(steps))
+    return {
+        "mode": "optimize",
+        "text": text,
+        "bottleneck": label,
+        "extra_metrics": [],
+        # Rules never stop a run: stopping needs judgement the table does not have; max_iterations
+        # and the budgets end it.
+        "should_stop": False,
+        "source": "rules",
+    }
+
+
+def _roof_line(profile: dict[str, Any]) -> str:
+    roof = profile.get("roofline") or {}
+    pct = roof.get("roofline_pct")
+    if roof.get("status") != "ok" or not isinstance(pct, (int, float)):
+        return ""
+    side = "compute" if roof.get("bound_by") == "compute" else "bandwidth"
+    level = f" ({roof['roof_level']})" if roof.get("roof_level") else ""
+    return f"{pct:.0f}% of its {side} roof{level}"
