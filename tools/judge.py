@@ -729,7 +729,7 @@ class Judge:
             recorded: list[int] = []
             batches = 0
             decision_log: list[str] = []
-            stray_before = self._stray_ticks()
+            strays_before = self._strays()
             round_index = 0
             while True:
                 round_index += self._run_batch(roles, masters, plans, timed, round_index, samples, audited, recorded)
@@ -744,7 +744,9 @@ class Judge:
                     f"straddles {bar:.3f}: one more batch"
                 )
                 batches += 1
-            stray = self._stray_ticks() - stray_before
+            # Per process: ticks since the first snapshot (all of them for a process that appeared).
+            stray = {k: t - strays_before.get(k, 0) for k, t in self._strays().items()}
+            stray = {k: t for k, t in stray.items() if t > 0}
             cores = self.cores_used(["reference", "candidate"])
         for r in self.idle_ticks:
             self.runners[r].cont()
@@ -863,17 +865,18 @@ class Judge:
                     "audited_calls", f"timed call {i} (inputs changed since the last call): {cmp['message']}"
                 )
 
-    def _stray_ticks(self) -> int:
-        """CPU ticks of processes in the sandbox that are neither the judge nor a runner."""
+    def _strays(self) -> dict[str, int]:
+        """``"pid (comm)"`` -> CPU ticks, for processes in the sandbox that are neither the judge nor a runner."""
         known = {os.getpid(), *(h.pid for h in self.runners.values())}
         pids: set[int] = set()
         for h in self.runners.values():
             pids.update(children_of(h.pid))
         if self.req.get("fresh_proc"):  # own PID namespace and /proc: pid 1 is the sandbox's init
             pids.update(p for p in children_of(1) if p not in known)
-        return sum(cpu_ticks(p) for p in pids - known)
+        return {f"{p} ({_status_field(p, 'Name')})": cpu_ticks(p) for p in pids - known}
 
-    def _neighbour_verdict(self, stray_ticks: int, samples: dict[str, list[float]]) -> None:
+    def _neighbour_verdict(self, strays: dict[str, int], samples: dict[str, list[float]]) -> None:
+        stray_ticks = sum(strays.values())
         others_ms = sum(sum(v) for k, v in samples.items() if k == "reference")
         limit_ticks = max(2, math.ceil(others_ms / 1e3 * _CLK_TCK * 0.01))
         for role, ticks in self.idle_ticks.items():
@@ -887,7 +890,10 @@ class Judge:
             raise self.v.reject(
                 "noisy_neighbour",
                 f"processes outside the runners used {stray_ticks / _CLK_TCK * 1e3:.0f}"
-                " ms of CPU during the timed rounds",
+                " ms of CPU during the timed rounds: "
+                + ", ".join(
+                    f"{k} {t / _CLK_TCK * 1e3:.0f} ms" for k, t in sorted(strays.items(), key=lambda kv: -kv[1])[:5]
+                ),
             )
         self.v.note(
             "noisy_neighbour",

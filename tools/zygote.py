@@ -127,9 +127,33 @@ def main() -> int:
 
 
 def _wait_or_kill(pid: int) -> int:
-    """Wait for the job, killing its session when the launcher says so."""
+    """Wait for the job, killing its session when the launcher says so.
+
+    The zygote sits in the job's PID namespace, where the judge counts every process that is not
+    a runner or itself as a neighbour during timing: it must not wake while it waits. A pidfd
+    (Linux 5.3+) becomes readable when the job exits, so one blocking select serves both the
+    launcher's pipe and the job's end. Without pidfds it polls every 0.2 s (a 50 ms period cost it
+    30-90 ms of CPU per timed verification under load, which the judge read as a noisy neighbour
+    and rejected honest kernels).
+    """
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        pidfd = None
+    try:
+        return _wait_loop(pid, pidfd)
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+def _wait_loop(pid: int, pidfd: int | None) -> int:
     while True:
-        ready, _, _ = select.select([0], [], [], 0.05)
+        if pidfd is not None:
+            ready, _, _ = select.select([0, pidfd], [], [])
+            ready = [fd for fd in ready if fd == 0]
+        else:
+            ready, _, _ = select.select([0], [], [], 0.2)
         if ready:
             line = os.read(0, 1 << 16)
             if not line:
