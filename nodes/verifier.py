@@ -13,7 +13,7 @@ from langgraph.runtime import Runtime
 
 from pragma.graph.context import Context
 from pragma.graph.state import PragmaState
-from pragma.tools.verify import verify_candidate
+from pragma.tools.backends import backend_for
 
 ATTEMPT_KEYS = (
     "status",
@@ -37,7 +37,9 @@ ATTEMPT_KEYS = (
 def verifier(state: PragmaState, runtime: Runtime[Context]) -> dict:
     candidate = state["candidate"]
     best = state.get("best") or {}
-    result = verify_candidate(
+    # Through the backend (tools/backends.py), like the profiler node: one seam per backend, and the
+    # conformance test (tests/test_backend_conformance.py) checks this method for every backend.
+    result = backend_for(runtime.context).verify(
         state["problem"]["path"],
         candidate["code"],
         runtime.context,

@@ -252,6 +252,7 @@ def profile_candidate(
     if region.get("status") != "ok":
         return {
             "status": "unavailable",
+            "backend": "cpu",
             "reason": f"profiled run failed: {str(region.get('message', ''))[:300]}",
             "sources": [],
             "confidence": "none",
@@ -372,6 +373,7 @@ def profile_candidate(
         vect = {**vect, "loops": vect["loops"][:MAX_LOOPS_KEPT]}
     return {
         "status": "ok",
+        "backend": "cpu",
         "sources": sources,
         "confidence": confidence,
         "metrics": metrics,
