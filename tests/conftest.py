@@ -84,7 +84,7 @@ def isolated_data_dir(request, tmp_path_factory, monkeypatch):
 
 def pragma_env(data_dir: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()}
-    env.update(PRAGMA_DATA_DIR=str(data_dir), **FAST_SETTINGS, **extra)
+    env.update({"PRAGMA_DATA_DIR": str(data_dir), **FAST_SETTINGS, **extra})  # extra overrides the fast settings
     return env
 
 

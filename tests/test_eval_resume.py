@@ -24,7 +24,6 @@ import scripted_suite  # noqa: E402
 
 CLI = str(EVAL_DATA / "scripted_suite.py")
 SUITE = str(ROOT / "eval" / "suites" / "cpu")
-FAST = {"PRAGMA_WARMUP_S": "0.05"}
 
 
 def calls(log: Path) -> list[tuple[str, str, int]]:
@@ -40,7 +39,6 @@ def test_resume_after_sigkill_mid_suite_loses_no_finished_attempt(tmp_path, isol
     log, marker = tmp_path / "llm.jsonl", tmp_path / "hanging"
     env = pragma_env(
         isolated_data_dir,
-        **FAST,
         PRAGMA_TEST_LLM_LOG=str(log),
         PRAGMA_TEST_HANG_AT="leaky_relu:coder:2",
         PRAGMA_TEST_HANG_MARKER=str(marker),
