@@ -109,13 +109,19 @@ def seed_records() -> list[dict[str, Any]]:
 
 
 def ensure() -> Any:
-    """The collection, with every shipped seed present (added once; cheap afterwards)."""
+    """The collection, with every shipped seed present (added once; cheap afterwards).
+
+    A seed record whose shipped kernel changed since it was stored is replaced (a store built by an
+    older PRAGMA would otherwise keep the old seed); a run's kernel stored for the same problem
+    (origin "run", faster than the seed it beat) is kept."""
     col = _collection()
     seeds = seed_records()
     ids = [record_id(s["source"], "kernel") for s in seeds]
-    have = set(col.get(ids=ids, include=[])["ids"])
+    found = col.get(ids=ids, include=["metadatas"])
+    stored = dict(zip(found["ids"], found["metadatas"], strict=True))
     for s, rid in zip(seeds, ids, strict=True):
-        if rid not in have:
+        meta = stored.get(rid)
+        if meta is None or (meta.get("origin") == "seed" and meta.get("code") != s["code"]):
             add(
                 source=s["source"],
                 name=s["name"],

@@ -50,6 +50,18 @@ def test_memory_keeps_the_fastest_kernel_per_problem():
     assert row["code"] == "// v2" and row["category"] == "activation" and row["origin"] == "run"
 
 
+def test_a_changed_shipped_seed_replaces_its_old_record_but_not_a_runs_kernel():
+    seeds = {s["name"]: s for s in kernels.seed_records()}
+    relu, softmax = seeds["relu"], seeds["softmax"]
+    # A store written by an older PRAGMA: relu's seed had other code; softmax's was beaten by a run.
+    kernels.add(source=relu["source"], name="relu", code="// old seed", fmt="kernel", speedup=1.0, origin="seed")
+    kernels.add(source=softmax["source"], name="softmax", code="// a run's", fmt="kernel", speedup=9.0)
+    kernels.ensure()
+    rows = {r["name"]: r for r in kernels.listing()}
+    assert rows["relu"]["code"] == relu["code"] and rows["relu"]["speedup"] == relu["speedup"]
+    assert rows["softmax"]["code"] == "// a run's" and rows["softmax"]["origin"] == "run"
+
+
 def test_render_respects_the_token_budget():
     found = kernels.query((SUITE / "sigmoid.py").read_text(), k=4)
     small = kernels.render(found, 200)
