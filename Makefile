@@ -62,7 +62,7 @@ test-local: setup-local
 # The inner loop: unit tests only (in-process, no sandbox, compiler or server; tests/conftest.py
 # enforces it), about a minute on 2 cores. `make test` runs these and the integration tests.
 test-fast: setup
-	$(BIN)/pytest -q -m "not integration" --durations=5
+	$(BIN)/pytest -q -m "not integration and not local_model" --durations=5
 
 # The typed contracts: graph state and Context, the judge<->runner protocol, the CLI foundation,
 # the locks. The rest of the code is checked by ruff only (its dynamic torch/LangChain values).

@@ -29,6 +29,7 @@ def test_empty_model_setting_without_the_embedded_model_names_the_settings(monke
         llm.load_chat_model("", role="coder")
 
 
+@pytest.mark.integration
 @pytest.mark.local_model
 def test_embedded_model_starts_answers_and_drives_a_run(monkeypatch, tmp_path):
     if not local_model.is_installed():
