@@ -106,6 +106,24 @@ def _stopped() -> None:
     sys.exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
 
 
+def _click_types() -> tuple[tuple[type, ...], tuple[type, ...]]:
+    """(usage-error classes, abort classes) of click and of the click copy typer vendors
+    (``typer._click`` since typer 0.2x): typer raises its own, which click's classes do not match."""
+    import click
+
+    usage: list[type] = [click.exceptions.ClickException]
+    aborts: list[type] = [click.exceptions.Abort]
+    try:
+        from typer._click import exceptions as vendored  # type: ignore[import-not-found]
+
+        usage.append(vendored.ClickException)
+    except ImportError:
+        pass
+    if isinstance(getattr(typer, "Abort", None), type):
+        aborts.append(typer.Abort)
+    return tuple(usage), tuple(aborts)
+
+
 def run(app: Callable[..., Any]) -> None:
     """Run a typer app as a command: every user mistake becomes one line and exit 2, Ctrl-C and
     SIGTERM stop the run resumably (130/143), anything else is a bug and keeps its traceback."""
@@ -133,12 +151,13 @@ def run(app: Callable[..., Any]) -> None:
     except KeyboardInterrupt:
         _stopped()
     except Exception as exc:  # click usage errors and the like
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
+        usage_errors, aborts = _click_types()
+        if isinstance(exc, usage_errors):
+            # One line, like every other user mistake (click's own show() prints usage blocks).
+            command = getattr(getattr(exc, "ctx", None), "command_path", "") or "pragma"
+            console.print(f"error: {exc.format_message()} (see {command} --help)")
             sys.exit(EXIT_USAGE)
-        if isinstance(exc, click.exceptions.Abort):
+        if isinstance(exc, aborts):
             _stopped()
         if line := describe_error(exc):  # an LLM endpoint failure that outlived the retries
             console.print(f"error: {line}")

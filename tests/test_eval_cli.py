@@ -37,6 +37,9 @@ def pragma(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
         (["eval", "run", "--resume", "nope"], "no evaluation run 'nope'"),
         (["eval", "run", str(EXAMPLES), "--resume", "nope"], "--resume RUN continues a run"),
         (["eval", "report", "nope"], "no evaluation run 'nope'"),
+        # Usage errors of the command line itself (typer raises its vendored click's exceptions).
+        (["eval", "run", str(EXAMPLES), "--mode", "pragma", "no-profile"], "unexpected extra argument"),
+        (["eval", "run", str(EXAMPLES), "--no-such-flag"], "No such option"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(monkeypatch, capsys, args, message):
