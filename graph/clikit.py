@@ -155,7 +155,8 @@ def run(app: Callable[..., Any]) -> None:
         if isinstance(exc, usage_errors):
             # One line, like every other user mistake (click's own show() prints usage blocks).
             command = getattr(getattr(exc, "ctx", None), "command_path", "") or "pragma"
-            console.print(f"error: {exc.format_message()} (see {command} --help)")
+            message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+            console.print(f"error: {message} (see {command} --help)")
             sys.exit(EXIT_USAGE)
         if isinstance(exc, aborts):
             _stopped()
