@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from pragma.graph.context import Context
 from pragma.graph.routing import stop_verdict
 from pragma.graph.state import PragmaState, add_usage
-from pragma.nodes import chat, llm, playbook, prompts, structured
+from pragma.nodes import chat, llm, playbook, prompts, recording, structured
 from pragma.tools.backends import render_profile  # cpu or gpu, as the profile says
 from pragma.tools.extract import strip_reasoning
 from pragma.tools.profilers.bottleneck import VOCABULARY
@@ -134,19 +134,10 @@ def conductor(state: PragmaState, runtime: Runtime[Context]) -> dict:
         guidance = playbook.guidance_from_profile(
             profile, best, float(result["speedup"]), runtime.context.backend, no_profile
         )
-        # No LLM call: the log still gets an entry, so the report shows where the guidance came from.
-        entry = {
-            "role": "conductor",
-            "node": "conductor",
-            "attempt": candidate["iteration"],
-            "reply": guidance["text"],
-            "input_tokens": 0.0,
-            "output_tokens": 0.0,
-            "wall_s": 0.0,
-            "cost_usd": 0.0,
-            "source": "rules",
+        return {
+            "log": [recording.rules_entry("conductor", candidate["iteration"], guidance["text"])],
+            "guidance": guidance,
         }
-        return {"log": [entry], "guidance": guidance}
     template = prompts.CONDUCTOR_HUMAN_NO_PROFILE if no_profile else prompts.CONDUCTOR_HUMAN
     knowledge = "" if no_profile else knowledge_section([profile, best.get("profile") or {}], runtime.context)
     human = template.format(

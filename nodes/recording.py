@@ -96,6 +96,22 @@ def record(
         os.fsync(f.fileno())
 
 
+def rules_entry(node: str, attempt: int, reply: str) -> dict[str, Any]:
+    """The state's log entry for Conductor guidance written by PRAGMA's rules, not a model: no
+    tokens, no cost, ``source: rules``, so the report shows where the guidance came from."""
+    return {
+        "role": "conductor",
+        "node": node,
+        "attempt": attempt,
+        "reply": reply,
+        "input_tokens": 0.0,
+        "output_tokens": 0.0,
+        "wall_s": 0.0,
+        "cost_usd": 0.0,
+        "source": "rules",
+    }
+
+
 def read_log(thread_id: str) -> list[dict[str, Any]]:
     path = log_path(thread_id)
     if not path.exists():

@@ -12,7 +12,7 @@ from langgraph.runtime import Runtime
 
 from pragma.graph.context import Context
 from pragma.graph.state import PragmaState
-from pragma.nodes import budget, chat, hints, llm, prompts
+from pragma.nodes import budget, chat, hints, llm, prompts, recording
 from pragma.tools.extract import strip_reasoning
 
 
@@ -29,19 +29,10 @@ def repair(state: PragmaState, runtime: Runtime[Context]) -> dict:
     attempt = candidate["iteration"]
     fixed = hints.repair_hints(result, candidate.get("format", "module"))
     if advice_mode(ctx) == "rules":
-        # No LLM call: the log still gets an entry, so the report shows where the guidance came from.
-        entry = {
-            "role": "conductor",
-            "node": "repair",
-            "attempt": attempt,
-            "reply": fixed,
-            "input_tokens": 0.0,
-            "output_tokens": 0.0,
-            "wall_s": 0.0,
-            "cost_usd": 0.0,
-            "source": "rules",
+        return {
+            "log": [recording.rules_entry("repair", attempt, fixed)],
+            "guidance": {"mode": "repair", "text": fixed, "should_stop": False},
         }
-        return {"log": [entry], "guidance": {"mode": "repair", "text": fixed, "should_stop": False}}
     human = prompts.REPAIR_HUMAN.format(
         attempt=attempt,
         name=state["problem"]["name"],
