@@ -109,6 +109,8 @@ def test_the_head_to_head_reports_its_extra_batches(isolated_data_dir):
     assert len(result["samples_ms"]["best"]) == QUICK["timed_calls"] * (1 + extra)
     assert len(result["sequential_log"]) == (extra + 1 if extra else 0)
     assert not result["is_new_best"]  # the same kernel is not significantly faster than itself
+    # Both read one sealed input region while timed (per-copy page placement once crowned a copy).
+    assert result["input_placement"].startswith("one sealed region"), result["input_placement"]
 
 
 # --- pure parts --------------------------------------------------------------------------------

@@ -176,20 +176,33 @@ class Binding:
         self.specs: list[shm.TensorSpec] = []
         self.views: list[Any] = []  # the runner's inputs as the judge sees them (views of shared memory)
         self.out_region: shm.Region | None = None
+        self.shared = False  # bound to the timed rounds' region (read-only, every runner's)
+
+    def share(self, region: shm.Region, specs: list[shm.TensorSpec], views: list[Any]) -> None:
+        """Bind the runner to ``region`` (sealed; mapped read-only there); the judge writes it."""
+        values = [None if isinstance(x, torch.Tensor) else x for x in views]
+        self.handle.request(
+            {"op": "bind", "size_bytes": region.size_bytes, "specs": specs, "read_only": True}, [region.fd], values
+        )
+        if self.region is not None and not self.shared:
+            self.region.close()
+        self.region, self.specs, self.views, self.shared = region, specs, views, True
 
     def write(self, inputs: list[Any]) -> None:
         """Put ``inputs`` in the runner's region (same buffers when the layout is unchanged)."""
         specs, size = shm.layout(inputs)
         same = (
-            self.region is not None
+            not self.shared
+            and self.region is not None
             and [(s["shape"], s["stride"], s["dtype"]) for s in specs]
             == [(s["shape"], s["stride"], s["dtype"]) for s in self.specs]
             and [type(x) for x in inputs] == [type(x) for x in self.views]
             and all(a == b for a, b in zip(inputs, self.views, strict=True) if not isinstance(a, torch.Tensor))
         )
         if not same:
-            if self.region is not None:
-                self.region.close()
+            if self.region is not None and not self.shared:
+                self.region.close()  # the shared region is the judge's to close
+            self.shared = False
             self.region = shm.Region(size, name=f"pragma-in-{self.handle.role}")
             self.specs = specs
             self.views = list(inputs)
@@ -262,6 +275,11 @@ class Judge:
             "SIGKILL": f" (killed: out of memory? the address-space limit is {self.req.get('memory_limit_bytes')} bytes)",
             "SIGXCPU": " (CPU-time limit of the sandbox)",
         }.get(how, "")
+        if how in ("SIGSEGV", "SIGBUS") and role in self.bindings and self.bindings[role].shared:
+            hint = (
+                " (while timed, the inputs are one read-only region shared by every implementation: "
+                "a write into an input ends the process)"
+            )
         return Decided(
             {
                 "status": "runtime_error",
@@ -696,8 +714,7 @@ class Judge:
         self.announce("time")
         roles = ["reference", "candidate"] + (["best"] if "best" in self.runners else [])
         masters = self._inputs(self.seeds["timing"])
-        for role in roles:
-            self.bindings[role].write(masters)
+        placement = self._bind_timed_inputs(roles, masters)
         flops = self.ask("reference", {"op": "flops"})
         plans = freshen.plan(masters) if self.req.get("fresh_inputs", True) else []
         fresh_mode = (
@@ -770,6 +787,7 @@ class Judge:
             "audited_calls": sorted(audited),
             "recorded_calls": sorted(recorded),
             "fresh_inputs": fresh_mode,
+            "input_placement": placement,
             "extra_batches": batches,
             "sequential_log": decision_log,
             "sequential_decision_changed": changed,
@@ -805,7 +823,10 @@ class Judge:
                 self._freshen(roles, masters, plans, i)
             round_ms: dict[str, float] = {}
             record = i in record_set
-            for role in roles[i % k :] + roles[: i % k]:
+            # A fresh random order every round: with a fixed rotation one implementation follows a
+            # given other more often than the rest, and who ran just before (its spinning threads,
+            # the caches it left) showed up as a few percent, always in the same direction, under load.
+            for role in self.audit_rng.sample(roles, k):
                 ms, rep = self.timed_call(role, record=record and role != "reference")
                 round_ms[role] = ms
                 if record and role != "reference":
@@ -826,20 +847,53 @@ class Judge:
                 audited.append(i)
         return len(rounds)
 
+    def _bind_timed_inputs(self, roles: list[str], masters: list[Any]) -> str:
+        """Bind every runner to one sealed input region for the timed rounds; says how inputs were placed.
+
+        Why one region: an identical kernel timed in two runners read up to 14% apart, run after
+        run, because each runner read its own copy of the inputs and where those pages sit in
+        physical memory (host backing, cache sets) differs per copy: the best or the candidate
+        was crowned by its inputs' placement. Read from the same pages, the two read within a
+        few percent. Sharing is safe only if no runner can write: the region is sealed before any
+        runner maps it (read-only), so a write through it faults and ends that runner."""
+        specs, size = shm.layout(masters)
+        region = shm.Region(size, name="pragma-in-timed")
+        views = list(masters)
+        for spec in specs:
+            views[spec["index"]] = region.view(spec)
+            views[spec["index"]].copy_(masters[spec["index"]])
+        refused = region.seal_writes() if specs else "no tensor inputs"
+        if refused:
+            region.close()
+            for role in roles:
+                self.bindings[role].write(masters)
+            return f"one copy per implementation ({refused})"
+        for role in roles:
+            self.bindings[role].share(region, specs, views)
+        return "one sealed region, mapped read-only by every implementation (the same physical pages)"
+
     def _freshen(self, roles: list[str], masters: list[Any], plans: list[freshen.Plan], i: int) -> None:
+        # Each distinct input region once: the shared one is every runner's.
+        targets = list({id(self.bindings[r].views): self.bindings[r] for r in roles}.values())
         if plans:
             changes = freshen.step(plans, masters, self.gen)
-            for role in roles:
-                freshen.apply(changes, self.bindings[role].views)
-                if self.device != "cpu":
-                    self.ask(role, {"op": "sync"})
+            for b in targets:
+                freshen.apply(changes, b.views)
         else:
             new = self._inputs(self.seeds["timing"] + i)
             for j, x in enumerate(new):
                 if isinstance(x, torch.Tensor):
                     masters[j].copy_(x)
+            for b in targets:
+                if b.shared:
+                    for spec in b.specs:
+                        b.views[spec["index"]].copy_(masters[spec["index"]])
+                else:
+                    b.write(masters)  # syncs a device copy itself
+                    continue
+        if self.device != "cpu" and (plans or any(b.shared for b in targets)):
             for role in roles:
-                self.bindings[role].write(masters)
+                self.ask(role, {"op": "sync"})
 
     def _audit(self, roles: list[str], masters: list[Any], i: int) -> None:
         """Outputs of round ``i``, fetched after the fact, against the reference's on the same inputs."""

@@ -22,7 +22,7 @@ import json
 import os
 import pickle
 import socket
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 MAX_REPLY_BYTES = 1 << 16  # runner -> judge; a longer reply is a protocol violation
 MAX_FDS = 4
@@ -52,6 +52,15 @@ class LoadRequest(TypedDict):
     problem_path: str  # lets the candidate's runner tell whether it contains the reference Model
     device: str  # "cpu" or "cuda"
     num_threads: int  # torch.set_num_threads in the runner
+
+
+class BindRequest(TypedDict):
+    """Judge -> runner: map an input region (the descriptor travels with it; payload: non-tensor inputs)."""
+
+    op: Literal["bind"]
+    size_bytes: int  # the region's size (a memfd)
+    specs: list[TensorSpec]  # where each tensor input lies in the region
+    read_only: NotRequired[bool]  # the timed rounds' region, sealed and shared by every runner
 
 
 class CallReply(TypedDict, total=False):

@@ -5,12 +5,18 @@ creates one input region and one output region per runner and passes their descr
 runner's socket: a runner can map only the regions it was handed, so it cannot read or write
 another runner's inputs or outputs, nor the judge's own copies (which live in the judge's private
 memory, not in any region).
+
+The one exception is the timed rounds' input region: every runner reads the same physical pages
+there (see ``Judge.timing``), so the region is sealed against writes (``seal_writes``) before any
+runner gets it, and runners map it read-only.
 """
 
 from __future__ import annotations
 
+import fcntl
 import mmap
 import os
+import warnings
 from typing import Any
 
 import torch
@@ -21,6 +27,9 @@ from torch._prims_common import (
 from pragma.tools.protocol import TensorSpec
 
 ALIGN_BYTES = 64  # cache-line alignment for every tensor in a region
+# Linux 5.1+: no new writable mapping and no write() on the memfd, while mappings made before the
+# seal stay writable (the judge's). Python 3.11's fcntl does not name it.
+F_SEAL_FUTURE_WRITE = getattr(fcntl, "F_SEAL_FUTURE_WRITE", 0x0010)
 
 DTYPES: dict[str, torch.dtype] = {
     str(d).replace("torch.", ""): d
@@ -44,14 +53,33 @@ DTYPES: dict[str, torch.dtype] = {
 class Region:
     """A memfd of ``size_bytes`` mapped read-write; ``fd`` is what crosses to a runner."""
 
-    def __init__(self, size_bytes: int, name: str = "pragma-region", fd: int | None = None):
+    def __init__(self, size_bytes: int, name: str = "pragma-region", fd: int | None = None, writable: bool = True):
         self.size_bytes = max(ALIGN_BYTES, int(size_bytes))
         if fd is None:
-            fd = os.memfd_create(name, os.MFD_CLOEXEC)
+            fd = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
             os.ftruncate(fd, self.size_bytes)
         self.fd = fd
-        self.map = mmap.mmap(fd, self.size_bytes, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-        self._bytes = torch.frombuffer(self.map, dtype=torch.uint8)
+        prot = mmap.PROT_READ | (mmap.PROT_WRITE if writable else 0)
+        self.map = mmap.mmap(fd, self.size_bytes, mmap.MAP_SHARED, prot)
+        with warnings.catch_warnings():
+            # A read-only mapping is the point: a write through it faults (and ends the process).
+            warnings.filterwarnings("ignore", message="The given buffer is not writable")
+            self._bytes = torch.frombuffer(self.map, dtype=torch.uint8)
+
+    def seal_writes(self) -> str:
+        """Forbid every later writable mapping, ``write()`` and resize of this memfd; '' or why not.
+
+        This process's own mapping stays writable. A runner handed the descriptor afterwards can
+        only map it read-only (mmap or mprotect with PROT_WRITE fail with EPERM)."""
+        try:
+            fcntl.fcntl(
+                self.fd,
+                fcntl.F_ADD_SEALS,
+                F_SEAL_FUTURE_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL,
+            )
+        except OSError as exc:  # kernels before 5.1, or a memfd made without MFD_ALLOW_SEALING
+            return f"memfd write seal refused: {exc}"
+        return ""
 
     def view(self, spec: TensorSpec) -> torch.Tensor:
         """The tensor ``spec`` describes, sharing this region's memory."""

@@ -172,7 +172,9 @@ class Runner:
     def op_bind(self, h: dict[str, Any], fds: list[int], values: Any) -> dict[str, Any]:
         if self.in_region is not None:
             self.in_region.close()
-        self.in_region = shm.Region(int(h["size_bytes"]), fd=fds[0]) if fds else None
+        # read_only: the timed rounds' region, shared by every runner and sealed by the judge.
+        writable = not h.get("read_only", False)
+        self.in_region = shm.Region(int(h["size_bytes"]), fd=fds[0], writable=writable) if fds else None
         inputs = list(values or [])
         for spec in h.get("specs", []):
             inputs[spec["index"]] = self.in_region.view(spec)
