@@ -36,8 +36,15 @@ app.add_typer(eval_app, name="eval")
 @app.command()
 def verify(
     problem: Path = typer.Argument(..., help="KernelBench-format problem file (Model, get_inputs, get_init_inputs)."),
-    candidate: Path = typer.Argument(..., help="Python module defining ModelNew."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    candidates: list[Path] = typer.Argument(
+        ...,
+        metavar="CANDIDATE...",
+        help="Python module(s) defining ModelNew. Several are verified one after another in this "
+        "process (the sandbox's pre-started judge is reused: about 2 s less per candidate).",
+    ),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print one JSON object per candidate (one per line; with several, each names its file)."
+    ),
     best: Path | None = typer.Option(
         None,
         "--best",
@@ -46,37 +53,46 @@ def verify(
     ),
     setting: list[str] = typer.Option([], "--set", help=SETTINGS_HELP),
 ) -> None:
-    """Compile, check and time CANDIDATE against PROBLEM's reference in the sandbox."""
+    """Compile, check and time each CANDIDATE against PROBLEM's reference in the sandbox.
+
+    Exit code 0 when every candidate is correct, 1 when one is not, 2 for a bad invocation."""
     from pragma.tools.verify import verify_candidate
 
     ctx = context(setting)
     prob = read_problem(problem)
-    code = read_candidate(candidate)
+    codes = [read_candidate(c) for c in candidates]  # every file read before the first verification
     best_code = read_candidate(best) if best else None
-    result = verify_candidate(prob["path"], code, ctx, best_code=best_code)
-    if result.get("failed_phase") == "load_problem":
-        raise UserError(f"{prob['path']}: the reference fails to load: {result['message'].splitlines()[0][:300]}")
-    if as_json:
-        out.print_json(json.dumps(result))
-    else:
-        line = f"{result['status']}: {result['message']}"
-        if result["status"] == "ok":
-            low, high = result["speedup_ci"]
-            line += (
-                f"\nspeedup {result['speedup']:.3f}x (95% CI {low:.3f}-{high:.3f})  candidate "
-                f"{result['runtime_ms']:.4f} ms  reference {result['ref_runtime_ms']:.4f} ms  "
-                f"(medians of {len(result['samples_ms']['candidate'])}, {result['num_threads']} thread(s))"
-            )
-            if best_code:
-                low, high = result["speedup_vs_best_ci"]
-                line += (
-                    f"\nvs best {result['speedup_vs_best']:.3f}x (95% CI {low:.3f}-{high:.3f}): {result['acceptance']}"
-                )
-        warned = [c["rule"] for c in result["checks"] if c["verdict"] == "warn"]
-        if warned:
-            line += f"\nwarnings: {', '.join(warned)}"
-        out.print(line)
-    raise typer.Exit(0 if result["status"] == "ok" else 1)
+    several = len(candidates) > 1
+    all_ok = True
+    for path, code in zip(candidates, codes, strict=True):
+        result = verify_candidate(prob["path"], code, ctx, best_code=best_code)
+        if result.get("failed_phase") == "load_problem":
+            raise UserError(f"{prob['path']}: the reference fails to load: {result['message'].splitlines()[0][:300]}")
+        all_ok = all_ok and result["status"] == "ok"
+        if as_json:
+            # One line per object: a consumer reads several results as JSON Lines.
+            print(json.dumps({"candidate": str(path), **result} if several else result), flush=True)
+        else:
+            out.print((f"{path}: " if several else "") + _verdict_text(result, bool(best_code)))
+    raise typer.Exit(0 if all_ok else 1)
+
+
+def _verdict_text(result: dict, with_best: bool) -> str:
+    line = f"{result['status']}: {result['message']}"
+    if result["status"] == "ok":
+        low, high = result["speedup_ci"]
+        line += (
+            f"\nspeedup {result['speedup']:.3f}x (95% CI {low:.3f}-{high:.3f})  candidate "
+            f"{result['runtime_ms']:.4f} ms  reference {result['ref_runtime_ms']:.4f} ms  "
+            f"(medians of {len(result['samples_ms']['candidate'])}, {result['num_threads']} thread(s))"
+        )
+        if with_best:
+            low, high = result["speedup_vs_best_ci"]
+            line += f"\nvs best {result['speedup_vs_best']:.3f}x (95% CI {low:.3f}-{high:.3f}): {result['acceptance']}"
+    warned = [c["rule"] for c in result["checks"] if c["verdict"] == "warn"]
+    if warned:
+        line += f"\nwarnings: {', '.join(warned)}"
+    return line
 
 
 @app.command()

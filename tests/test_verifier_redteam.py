@@ -78,10 +78,68 @@ def run_verify(data_dir: Path, problem: Path, candidate: Path, extra: list[str])
     return proc.returncode, json.loads(proc.stdout)
 
 
-def assert_verdict(code: int, result: dict, status: str, rule: str | None) -> None:
+# Run alone, each in its own `pragma verify`: their side effects (a file outside the sandbox, a
+# process left behind, a secret in the launcher's environment) are checked right after their run.
+ALONE = ("write_outside", "fork_process")
+
+
+def _alone(candidate: Path) -> bool:
+    return candidate.stem in ALONE or _field(candidate.read_text(), "secret") is not None
+
+
+@pytest.fixture(scope="module")
+def batched(tmp_path_factory):
+    """Verdicts of the fixtures that can share a process: one `pragma verify PROBLEM CAND...` per
+    (layer, problem, settings) group, run on first use. Each fixture is still its own test below.
+
+    Why: a `pragma verify` process pays an interpreter start, the torch import and the sandbox's
+    pre-started judge (about 2-3 s) before its first verification; the ~130 red-team runs paid it
+    each. Several candidates in one invocation is a feature users have too (tests/test_verify_cli.py).
+    """
+    results: dict[tuple[str, Path], dict] = {}
+
+    def get(layer: str, candidate: Path) -> dict:
+        if (layer, candidate) not in results:
+            groups: dict[tuple[Path, tuple[str, ...]], list[Path]] = {}
+            for param in cases(layer):
+                path, problem, _, _, settings = param.values
+                if not _alone(path):
+                    extra = ("--set", "static_checks=false") if layer == "runtime" else ()
+                    extra += tuple(a for s in settings for a in ("--set", s))
+                    groups.setdefault((problem, extra), []).append(path)
+            data_dir = tmp_path_factory.mktemp(f"redteam-{layer}")
+            for (problem, extra), paths in groups.items():
+                proc = subprocess.run(
+                    [*PRAGMA, "verify", str(problem), *map(str, paths), "--json", *QUICK, *extra],
+                    env=pragma_env(data_dir),
+                    capture_output=True,
+                    text=True,
+                    timeout=900,
+                )
+                lines = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+                assert len(lines) == len(paths), (proc.stdout[-2000:], proc.stderr[-2000:])
+                by_path = {r.pop("candidate"): r for r in lines} if len(paths) > 1 else {str(paths[0]): lines[0]}
+                # The exit code speaks for the whole invocation: 0 only when every candidate was ok.
+                assert proc.returncode == (0 if all(r["status"] == "ok" for r in by_path.values()) else 1)
+                for path in paths:
+                    results[(layer, path)] = by_path[str(path)]
+        return results[(layer, candidate)]
+
+    return get
+
+
+def verdict(request, layer: str, data_dir: Path, problem: Path, candidate: Path, extra: list[str]):
+    """(exit code or None when batched, result) for one fixture."""
+    if _alone(candidate):
+        return run_verify(data_dir, problem, candidate, extra)
+    return None, request.getfixturevalue("batched")(layer, candidate)
+
+
+def assert_verdict(code: int | None, result: dict, status: str, rule: str | None) -> None:
     failed = [c["rule"] for c in result["checks"] if c["verdict"] == "fail"]
     assert result["status"] == status, (result["message"], failed, result["log_tail"][-1500:])
-    assert code == (0 if status == "ok" else 1)
+    if code is not None:
+        assert code == (0 if status == "ok" else 1)
     if rule:
         assert rule in failed, (result["message"], failed)
     if status == "rejected":
@@ -97,9 +155,10 @@ def assert_verdict(code: int, result: dict, status: str, rule: str | None) -> No
 
 
 @pytest.mark.parametrize("candidate, problem, status, rule, settings", cases("static"))
-def test_redteam_default_layers(isolated_data_dir, candidate, problem, status, rule, settings):
+def test_redteam_default_layers(request, isolated_data_dir, candidate, problem, status, rule, settings):
     ESCAPE_MARKER.unlink(missing_ok=True)
-    code, result = run_verify(isolated_data_dir, problem, candidate, [a for s in settings for a in ("--set", s)])
+    extra = [a for s in settings for a in ("--set", s)]
+    code, result = verdict(request, "static", isolated_data_dir, problem, candidate, extra)
     assert_verdict(code, result, status, rule)
     assert not ESCAPE_MARKER.exists()
     assert_described(candidate, result)
@@ -117,11 +176,11 @@ def assert_described(candidate: Path, result: dict) -> None:
 
 
 @pytest.mark.parametrize("candidate, problem, status, rule, settings", cases("runtime"))
-def test_redteam_runtime_layer_alone(isolated_data_dir, candidate, problem, status, rule, settings):
+def test_redteam_runtime_layer_alone(request, isolated_data_dir, candidate, problem, status, rule, settings):
     """With the static rules off, the sandbox and the runtime rules must still stop each cheat."""
     ESCAPE_MARKER.unlink(missing_ok=True)
     extra = ["--set", "static_checks=false", *[a for s in settings for a in ("--set", s)]]
-    code, result = run_verify(isolated_data_dir, problem, candidate, extra)
+    code, result = verdict(request, "runtime", isolated_data_dir, problem, candidate, extra)
     if candidate.stem == "write_outside" and result["sandbox"].get("filesystem", "").startswith("none"):
         pytest.skip(f"no filesystem confinement here: {result['sandbox']['filesystem']}")
     assert_verdict(code, result, status, rule)

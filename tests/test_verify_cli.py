@@ -66,6 +66,34 @@ def test_verify_exit_code_and_json(isolated_data_dir, name, code, status):
         assert "SIGSEGV" in result["message"]
 
 
+def test_several_candidates_are_verified_in_one_invocation(isolated_data_dir):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pragma.graph.cli",
+            "verify",
+            str(EXAMPLES / "relu.py"),
+            str(CANDIDATES / "relu_fast.py"),
+            str(CANDIDATES / "relu_wrong.py"),
+            "--json",
+            "--set",
+            "timed_calls=10",
+        ],
+        env=pragma_env(isolated_data_dir),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 1, proc.stderr  # one of them is wrong
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [(r["candidate"].rsplit("/", 1)[-1], r["status"]) for r in lines] == [
+        ("relu_fast.py", "ok"),
+        ("relu_wrong.py", "mismatch"),
+    ]
+    assert all(all(k in r for k in REQUIRED) for r in lines)
+
+
 def test_verify_kills_a_hanging_kernel(isolated_data_dir):
     proc, wall_s = verify(isolated_data_dir, CANDIDATES / "relu_hang.py", "--set", "run_timeout_s=5")
     assert proc.returncode == 1, proc.stderr
@@ -82,6 +110,11 @@ def test_verify_kills_a_hanging_kernel(isolated_data_dir):
     [
         (["/nonexistent/problem.py", str(CANDIDATES / "relu_fast.py")], "problem file not found"),
         ([str(EXAMPLES / "relu.py"), "/nonexistent/cand.py"], "candidate file not found"),
+        # every file is read before the first verification starts
+        (
+            [str(EXAMPLES / "relu.py"), str(CANDIDATES / "relu_fast.py"), "/nonexistent/b.py"],
+            "not found: /nonexistent/b",
+        ),
         ([str(CANDIDATES / "relu_fast.py"), str(CANDIDATES / "relu_fast.py")], "missing Model"),
         ([str(EXAMPLES / "relu.py"), str(CANDIDATES / "relu_fast.py"), "--set", "bogus=1"], "--set expects"),
     ],
