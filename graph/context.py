@@ -126,9 +126,9 @@ class Context:
     acceptance_margin: float = _knob(
         0.08,
         "A candidate replaces the best only when the 95% CI of its speedup over the best lies above "
-        "1 + this margin: an identical kernel timed in two runner processes, both reading one input "
-        "region, read within 3% of itself on an idle 2-core machine and up to 13% apart beside a busy "
-        "process, so a CI just above 1.0 is not evidence of a gain.",
+        "1 + this margin: an identical kernel timed as candidate and as best (two runner processes) "
+        "read within 3% of itself on an idle 2-core machine and up to 9% apart with an eval running "
+        "beside, so a CI just above 1.0 is not evidence of a gain.",
     )
     prestarted_judge: bool = _knob(
         True,

@@ -111,6 +111,8 @@ def test_the_head_to_head_reports_its_extra_batches(isolated_data_dir):
     assert not result["is_new_best"]  # the same kernel is not significantly faster than itself
     # Both read one sealed input region while timed (per-copy page placement once crowned a copy).
     assert result["input_placement"].startswith("one sealed region"), result["input_placement"]
+    # ... and the candidate was timed in a runner with the best's history, not its correctness runner's.
+    assert result["candidate_timed_in"].startswith("a second runner, loaded beside the best")
 
 
 # --- pure parts --------------------------------------------------------------------------------

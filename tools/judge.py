@@ -41,6 +41,7 @@ from pragma.tools import compare as cmp_mod
 from pragma.tools import freshen, landlock, shm, spawn, stats, stress, timing_slot
 from pragma.tools.anticheat import RULES
 
+TIMED_CANDIDATE = "candidate_timed"  # the candidate's second runner, timed against the best
 SETTLE_S = 0.02  # the first trial waits this long before checking that the output stopped changing
 WARMUP_MAX_ROUNDS = 10_000
 CORES_WINDOW_S = 0.2  # long against a scheduler tick (10 ms): the tick count's error is then <5%
@@ -246,6 +247,7 @@ class Judge:
         self.extra: dict[str, Any] = {}
         self.released = False  # compiled-call counting (and the Triton launch hook) removed
         self.ref_outs: list[Any] = []  # the reference's outputs of the correctness trials
+        self.timed_runner = ""  # which of the candidate's runners was timed (fresh_candidate)
         self.degenerate_first = ""  # why the first trial alone cannot discriminate (decided with stress)
 
     # --- plumbing ---------------------------------------------------------------------------------
@@ -398,6 +400,12 @@ class Judge:
                 self.best_error = d.result.get("message", "")[:500]
                 self.runners.pop("best").kill()
                 self.bindings.pop("best")
+        if TIMED_CANDIDATE in self.runners:
+            if "best" in self.runners:
+                self._load_impl(TIMED_CANDIDATE, "candidate.py", common)
+            else:
+                self.runners.pop(TIMED_CANDIDATE).kill()
+                self.bindings.pop(TIMED_CANDIDATE)
         for h in self.runners.values():
             h.extra["device"] = self.device
         caps = _status_field(self.runners["candidate"].pid, "CapEff")
@@ -714,8 +722,29 @@ class Judge:
             samples.append((perf_counter_ns() - t0) / 1e6)
         return statistics.median(samples)
 
+    def fresh_candidate(self) -> None:
+        """Time the candidate against the best in the runner loaded beside the best.
+
+        Why: the runner that ran the correctness trials and stress variants has another history
+        than the best's (its heap, the allocator's moving mmap threshold, pages it has touched),
+        and an identical kernel, timed there against the best, read 1.00x-1.17x of itself under
+        load, always in the candidate's favour (3 of 8 crowned the copy). Loaded at the same time
+        as the best and used only from here on, the two runners differ in nothing but the code.
+        The held-out re-check after timing runs in this runner too: the timed process is the one
+        whose answers are checked last."""
+        if TIMED_CANDIDATE not in self.runners:
+            self.timed_runner = "the runner of the correctness trials (no best to time beside)"
+            return
+        self.timed_runner = "a second runner, loaded beside the best (the correctness trials ran in another)"
+        self.runners.pop("candidate").kill()
+        self.runners["candidate"] = self.runners.pop(TIMED_CANDIDATE)
+        self.bindings["candidate"] = self.bindings.pop(TIMED_CANDIDATE)
+        self.ask("candidate", {"op": "release"})  # as the first runner was released after its trials
+        self.guard("in the runner it is timed in")
+
     def timing(self) -> dict[str, Any]:
         self.announce("time")
+        self.fresh_candidate()
         roles = ["reference", "candidate"] + (["best"] if "best" in self.runners else [])
         masters = self._inputs(self.seeds["timing"])
         placement = self._bind_timed_inputs(roles, masters)
@@ -792,6 +821,7 @@ class Judge:
             "recorded_calls": sorted(recorded),
             "fresh_inputs": fresh_mode,
             "input_placement": placement,
+            "candidate_timed_in": self.timed_runner,
             "extra_batches": batches,
             "sequential_log": decision_log,
             "sequential_decision_changed": changed,
@@ -1054,6 +1084,9 @@ def main(request_path: str) -> int:
     }
     if (workdir / "best.py").exists():
         runners["best"] = spawn.fork_runner("best", writable)
+        # The candidate is timed against the best in a runner whose history is the best's (loaded,
+        # then warmed up and timed), not in the one that ran the correctness trials: see Judge.fresh_candidate.
+        runners[TIMED_CANDIDATE] = spawn.fork_runner(TIMED_CANDIDATE, writable)
     # The same cores for every runner (and the judge between calls): where the scheduler places a
     # process woken by a message (the reference) and one woken by SIGCONT (the candidate) would
     # otherwise differ, and on a loaded machine that difference lands in the speedup.
