@@ -727,8 +727,8 @@ class Judge:
 
         Why: the runner that ran the correctness trials and stress variants has another history
         than the best's (its heap, the allocator's moving mmap threshold, pages it has touched),
-        and an identical kernel, timed there against the best, read 1.00x-1.17x of itself under
-        load, always in the candidate's favour (3 of 8 crowned the copy). Loaded at the same time
+        and an identical kernel, timed there against the best, read up to 1.17x of itself under
+        load, mostly in the candidate's favour (3 of 10 crowned the copy). Loaded at the same time
         as the best and used only from here on, the two runners differ in nothing but the code.
         The held-out re-check after timing runs in this runner too: the timed process is the one
         whose answers are checked last."""
