@@ -151,3 +151,19 @@ def test_acceptance_needs_the_margin_over_the_best():
     decision, reason = _accept(near, True, best_speedup=1.5, margin=0.08)
     assert not decision and "1.080" in reason
     assert _accept(ok_result(speedup_vs_best_ci=[1.2, 1.4]), True, best_speedup=1.5, margin=0.08)[0]
+
+
+def test_a_second_pair_of_runners_must_confirm_an_acceptance():
+    """Judge.confirm: a would-be acceptance is timed again in a second candidate/best pair; a
+    per-process bias clears the bar in one pair, not in two."""
+    first = [1.10, 1.20]
+    confirmed = ok_result(
+        speedup_vs_best_ci=first, confirmation={"speedup_vs_best_ci": [1.09, 1.15], "confirmed": True}
+    )
+    decision, reason = _accept(confirmed, True, best_speedup=1.5, margin=0.08)
+    assert decision and "confirmed by a second pair of runners (CI [1.090, 1.150])" in reason
+    refuted = ok_result(speedup_vs_best_ci=first, confirmation={"speedup_vs_best_ci": [0.97, 1.03], "confirmed": False})
+    decision, reason = _accept(refuted, True, best_speedup=1.5, margin=0.08)
+    assert not decision and "not in a second pair, CI [0.970, 1.030]" in reason
+    # No confirmation ran (a clear win, or no second pair): the first pair decides alone.
+    assert _accept(ok_result(speedup_vs_best_ci=first, confirmation={}), True, best_speedup=1.5, margin=0.08)[0]

@@ -72,6 +72,7 @@ def empty_result(status: Status, message: str, log_tail: str = "") -> dict[str, 
         "fresh_inputs": "",
         "input_placement": "",
         "candidate_timed_in": "",
+        "confirmation": {},
         "extra_batches": 0,
         "sequential_log": [],
         "sequential_decision_changed": False,
@@ -186,7 +187,17 @@ def _accept(res: dict[str, Any], has_best: bool, best_speedup: float, margin: fl
         low, high = res["speedup_vs_best_ci"]
         how = f" after {res['extra_batches']} extra batch(es) of timing" if res.get("extra_batches") else ""
         bar = 1.0 + margin
+        confirmation = res.get("confirmation") or {}
+        if low > bar and confirmation and not confirmation.get("confirmed"):
+            c_low, c_high = confirmation["speedup_vs_best_ci"]
+            return False, (
+                f"not accepted: faster than the best in the first pair of runners, CI [{low:.3f}, {high:.3f}], "
+                f"but not in a second pair, CI [{c_low:.3f}, {c_high:.3f}] (bar {bar:.3f}): a per-process bias"
+            )
         if low > bar:
+            if confirmation:
+                c_low, c_high = confirmation["speedup_vs_best_ci"]
+                how += f", confirmed by a second pair of runners (CI [{c_low:.3f}, {c_high:.3f}])"
             return True, (
                 f"accepted{how}: faster than the best, 95% CI of the speedup over it "
                 f"[{low:.3f}, {high:.3f}] > {bar:.3f} (1 + acceptance_margin)"
