@@ -1,4 +1,4 @@
-"""The harness on a 4-problem slice of the CPU suite, all three agent modes, with the scripted
+"""The harness on a 6-problem slice of the CPU suite, all three agent modes, with the scripted
 model (real kernels, real sandboxed verification, real checkpointer, real worker processes);
 then the report from that run, with its PNGs checked for content."""
 
@@ -26,9 +26,9 @@ EVAL_DATA = Path(__file__).parent / "data" / "eval"
 sys.path.insert(0, str(EVAL_DATA))
 import scripted_suite  # noqa: E402
 
-# One of each path: two whose first attempt does not compile (repair, feedback), an elementwise
-# kernel and a row reduction that verify at once. (Six problems cost 50 s more and no new path.)
-SLICE = ["depthwise_conv2d", "leaky_relu", "matvec", "rms_norm"]
+# One problem per category (the report's category table needs each), two of them with a first
+# attempt that does not compile (repair and feedback paths).
+SLICE = ["depthwise_conv2d", "huber_elementwise", "leaky_relu", "matvec", "max_reduction", "rms_norm"]
 BROKEN_FIRST = ("matvec", "depthwise_conv2d")  # attempt 1 does not compile: repair / feedback paths
 MODES = ["pragma", "no-profile", "single-agent"]
 ITERATIONS = 2
