@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pragma.graph.clikit import out  # the CLI's console: plain text, no markup
+
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEM_PATH = Path(__file__).resolve().parent / "suites" / "examples" / "relu.py"
 
@@ -144,11 +146,10 @@ def _series(label: str, ctx: Any, repeats: int, distinct: bool, beside: Beside |
         result, wall_s = _verify(code, ctx, beside)
         rows.append(_row(result, wall_s))
         r = rows[-1]
-        print(
+        out.out(
             f"  {label:<28} {i}  wall {r['wall_s']:6.2f} s  speedup {r['speedup']:.3f}  build "
             f"{r['phases_s'].get('build', 0):5.2f}  check {r['phases_s'].get('check', 0):5.2f}  time "
             f"{r['phases_s'].get('time', 0):5.2f}  slot wait {r['timing_slot_waited_s']:5.2f}  load {r['load_avg']}",
-            flush=True,
         )
     speedups = [r["speedup"] for r in rows]
     return {
@@ -183,10 +184,9 @@ def _head_to_head(label: str, ctx: Any, repeats: int, beside: Beside | None) -> 
             }
         )
         r = rows[-1]
-        print(
+        out.out(
             f"  {label:<28} {i}  vs best {r['speedup_vs_best']:.3f} CI {r['speedup_vs_best_ci']}  extra "
             f"{r['extra_batches']}  {'ACCEPTED' if r['is_new_best'] else 'not accepted'}  load {r['load_avg']}",
-            flush=True,
         )
     vs = [r["speedup_vs_best"] for r in rows]
     return {
@@ -207,11 +207,10 @@ def main(argv: list[str] | None = None) -> int:
     from pragma.graph.context import resolve_context
 
     ctx = resolve_context()  # defaults on purpose: the figures are what a run pays
-    print(
+    out.out(
         f"problem {PROBLEM_PATH}\ncpus {os.cpu_count()}, num_threads {ctx.num_threads}, warm-up "
         f"{ctx.warmup_calls} calls + {ctx.warmup_s} s, {ctx.timed_calls} timed calls, "
         f"{ctx.correctness_trials} correctness trials; load at start {load_avg()}",
-        flush=True,
     )
     figures: dict[str, Any] = {
         "problem": str(PROBLEM_PATH),
@@ -225,14 +224,14 @@ def main(argv: list[str] | None = None) -> int:
         from pragma.eval.bench_compile import candidate_source
 
         _verify(candidate_source("fast", f"bench_verifier_prime_{os.getpid()}"), ctx)
-        print("alone:", flush=True)
+        out.out("alone:")
         figures["latency"] = _series("latency (distinct sources)", ctx, args.repeats, True, None)
         figures["precision"] = _series("precision (same kernel)", ctx, args.repeats, False, None)
-        print("fresh inputs off (same kernel):", flush=True)
+        out.out("fresh inputs off (same kernel):")
         figures["fresh_off"] = _series("fresh_inputs=false", resolve_context(fresh_inputs=False), 3, False, None)
         figures["head_to_head"] = _head_to_head("identical best", ctx, args.head_to_head, None)
         if not args.no_parallel:
-            print("with `pragma eval` (CPU suite, scripted model, 2 workers) running beside:", flush=True)
+            out.out("with `pragma eval` (CPU suite, scripted model, 2 workers) running beside:")
             beside = Beside()
             beside.ensure_running()
             time.sleep(5)  # let it reach its compiles and verifications
@@ -246,24 +245,24 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(data_dir, ignore_errors=True)
     figures["load_avg_end"] = load_avg()
     lat, pre, off = figures["latency"], figures["precision"], figures["fresh_off"]
-    print("\nsummary")
-    print(
+    out.out("\nsummary")
+    out.out(
         f"  verify latency, new ReLU source (compile + check + time), median of {args.repeats}: "
         f"{lat['median_wall_s']:.2f} s (load {lat['load_avg_start']} -> {lat['load_avg_end']})"
     )
-    print(
+    out.out(
         f"  precision, same kernel x{args.repeats}: speedup {pre['median_speedup']:.3f}x, spread "
         f"+-{pre['speedup_spread_pct']:.1f}% (load {pre['load_avg_start']} -> {pre['load_avg_end']})"
     )
     if "latency_beside" in figures:
         lb, pb = figures["latency_beside"], figures["precision_beside"]
-        print(
+        out.out(
             f"  with pragma eval beside: latency {lb['median_wall_s']:.2f} s, precision "
             f"+-{pb['speedup_spread_pct']:.1f}% at {pb['median_speedup']:.3f}x (load {lb['load_avg_start']} -> "
             f"{pb['load_avg_end']}; median timing-slot wait "
             f"{statistics.median(r['timing_slot_waited_s'] for r in lb['rows'] + pb['rows']):.2f} s)"
         )
-    print(
+    out.out(
         f"  fresh inputs + audits: time phase {pre['median_time_phase_s']:.2f} s on vs {off['median_time_phase_s']:.2f} s "
         f"off; candidate median call {pre['median_runtime_ms']:.3f} ms on vs {off['median_runtime_ms']:.3f} ms off; "
         f"speedup {pre['median_speedup']:.3f}x on vs {off['median_speedup']:.3f}x off"
@@ -271,16 +270,16 @@ def main(argv: list[str] | None = None) -> int:
     for key, where in (("head_to_head", "alone"), ("head_to_head_beside", "with pragma eval beside")):
         if key in figures:
             h = figures[key]
-            print(
+            out.out(
                 f"  head-to-head with an identical best, {where}, x{len(h['rows'])}: speedup over itself "
                 f"{h['min_vs_best']:.3f}-{h['max_vs_best']:.3f}x, {h['extra_batches']} extra batch(es) in all, "
                 f"false acceptances {h['false_acceptances']}/{len(h['rows'])} (load {h['load_avg_start']} -> "
                 f"{h['load_avg_end']})"
             )
-    print(f"  load average at end (1/5/15 min): {figures['load_avg_end']}")
+    out.out(f"  load average at end (1/5/15 min): {figures['load_avg_end']}")
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
-        print(f"figures written to {args.json}")
+        out.out(f"figures written to {args.json}")
     return 0
 
 

@@ -71,7 +71,7 @@ def verify(
         all_ok = all_ok and result["status"] == "ok"
         if as_json:
             # One line per object: a consumer reads several results as JSON Lines.
-            print(json.dumps({"candidate": str(path), **result} if several else result), flush=True)
+            out.out(json.dumps({"candidate": str(path), **result} if several else result))
         else:
             out.print((f"{path}: " if several else "") + _verdict_text(result, bool(best_code)))
     raise typer.Exit(0 if all_ok else 1)

@@ -237,6 +237,7 @@ class Judge:
         self.isolation = isolation
         self.v = Verdicts()
         self.atol, self.rtol = float(req["atol"]), float(req["rtol"])
+        self.bar = 1.0 + float(req.get("acceptance_margin", 0.0))  # the CI vs the best must clear it
         self.n_threads = int(req["num_threads"])
         self.device = str(req.get("device", "cpu"))
         self.bindings = {role: Binding(h) for role, h in runners.items()}
@@ -744,11 +745,16 @@ class Judge:
             self.timed_runner = "the runner of the correctness trials (no best to time beside)"
             return
         self.timed_runner = "a second runner, loaded beside the best (the correctness trials ran in another)"
-        self.runners.pop("candidate").kill()
-        self.runners["candidate"] = self.runners.pop(TIMED_CANDIDATE)
-        self.bindings["candidate"] = self.bindings.pop(TIMED_CANDIDATE)
-        self.ask("candidate", {"op": "release"})  # as the first runner was released after its trials
+        self._replace_runner("candidate", TIMED_CANDIDATE)
         self.guard("in the runner it is timed in")
+
+    def _replace_runner(self, role: str, spare: str) -> None:
+        """``spare`` (forked at the start, loaded beside the best) becomes ``role``'s runner; the old one is killed."""
+        self.runners.pop(role).kill()
+        self.runners[role] = self.runners.pop(spare)
+        self.bindings[role] = self.bindings.pop(spare)
+        self.runners[role].cont()  # a confirmation spare waited stopped
+        self.ask(role, {"op": "release"})  # as the first runner was released after its trials
 
     def timing(self) -> dict[str, Any]:
         self.announce("time")
@@ -791,19 +797,17 @@ class Judge:
                 if "best" not in roles or batches >= EXTRA_BATCHES_MAX:
                     break
                 low, high = stats.ratio_ci(samples["best"], samples["candidate"])
-                bar = 1.0 + float(self.req.get("acceptance_margin", 0.0))
-                if not (low <= bar <= high):  # the interval already decides against the acceptance bar
+                if not (low <= self.bar <= high):  # the interval already decides against the acceptance bar
                     break
                 decision_log.append(
                     f"after {round_index} rounds the CI vs the best [{low:.3f}, {high:.3f}] "
-                    f"straddles {bar:.3f}: one more batch"
+                    f"straddles {self.bar:.3f}: one more batch"
                 )
                 batches += 1
             confirmation = {}
             if "best" in roles and spares:
                 low, _ = stats.ratio_ci(samples["best"], samples["candidate"])
-                bar = 1.0 + float(self.req.get("acceptance_margin", 0.0))
-                if bar < low < bar * CONFIRM_BELOW:
+                if self.bar < low < self.bar * CONFIRM_BELOW:
                     for h in spares:
                         self.idle_ticks["best"] += cpu_ticks(h.pid) - spare_ticks[h.pid]
                     confirmation = self.confirm(roles, masters, plans, timed, round_index, audited, recorded)
@@ -818,11 +822,10 @@ class Judge:
         changed = False
         if batches and "best" in roles:
             low, high = stats.ratio_ci(samples["best"], samples["candidate"])
-            bar = 1.0 + float(self.req.get("acceptance_margin", 0.0))
-            changed = not (low <= bar <= high)  # the first batch alone could not decide
+            changed = not (low <= self.bar <= high)  # the first batch alone could not decide
             decision_log.append(
                 f"after {round_index} rounds: [{low:.3f}, {high:.3f}]"
-                + (" - decided" if changed else f" - still straddles {bar:.3f}: not accepted")
+                + (" - decided" if changed else f" - still straddles {self.bar:.3f}: not accepted")
             )
         return {
             "samples_ms": samples,
@@ -877,16 +880,8 @@ class Judge:
         same warm-up and one batch, and from here on it is the candidate and the best (the
         held-out re-check runs in this candidate runner)."""
         for role in ("candidate", "best"):
-            old = self.runners[role]
-            old.kill()
-            self.runners[role] = self.runners.pop(CONFIRM[role])
-            self.bindings[role] = self.bindings.pop(CONFIRM[role])
-            self.runners[role].cont()
-            self.ask(role, {"op": "release"})
-            if self.timed_region is not None:
-                self.bindings[role].share(*self.timed_region)
-            else:
-                self.bindings[role].write(masters)
+            self._replace_runner(role, CONFIRM[role])
+            self._bind_timed(role, masters)
         self.guard("in the confirmation runner")
         for role in ("candidate", "best"):
             self.runners[role].stop()
@@ -895,12 +890,11 @@ class Judge:
         samples: dict[str, list[float]] = {r: [] for r in roles}
         self._run_batch(roles, masters, plans, timed, first, samples, audited, recorded)
         low, high = stats.ratio_ci(samples["best"], samples["candidate"])
-        bar = 1.0 + float(self.req.get("acceptance_margin", 0.0))
         return {
             "samples_ms": samples,
             "warmup_rounds": warm,
             "speedup_vs_best_ci": [low, high],
-            "confirmed": low > bar,
+            "confirmed": low > self.bar,
         }
 
     def _run_batch(
@@ -970,16 +964,22 @@ class Judge:
             views[spec["index"]] = region.view(spec)
             views[spec["index"]].copy_(masters[spec["index"]])
         refused = region.seal_writes() if specs else "no tensor inputs"
-        self.timed_region = None
         if refused:
             region.close()
-            for role in roles:
-                self.bindings[role].write(masters)
-            return f"one copy per implementation ({refused})"
+        else:
+            self.timed_region = (region, specs, views)
         for role in roles:
-            self.bindings[role].share(region, specs, views)
-        self.timed_region = (region, specs, views)
+            self._bind_timed(role, masters)
+        if refused:
+            return f"one copy per implementation ({refused})"
         return "one sealed region, mapped read-only by every implementation (the same physical pages)"
+
+    def _bind_timed(self, role: str, masters: list[Any]) -> None:
+        """``role``'s runner onto the timed inputs: the sealed region, or its own copy where sealing was refused."""
+        if self.timed_region is not None:
+            self.bindings[role].share(*self.timed_region)
+        else:
+            self.bindings[role].write(masters)
 
     def _freshen(self, roles: list[str], masters: list[Any], plans: list[freshen.Plan], i: int) -> None:
         # Each distinct input region once: the shared one is every runner's.
