@@ -32,7 +32,13 @@ def run(
         None, help="Directory of KernelBench-format problems (searched recursively)."
     ),
     mode: list[str] = typer.Option(
-        [], "--mode", help="pragma | no-profile | single-agent (repeatable; default pragma)."
+        [], "--mode", help="pragma | no-profile | single-agent, optionally +beam or +tree (repeatable; default pragma)."
+    ),
+    search: list[str] = typer.Option(
+        [],
+        "--search",
+        help="greedy | beam | tree (repeatable): every --mode runs with each (modes pragma, pragma+beam, ...). "
+        "Equal LLM-call budgets: --set max_llm_calls=N.",
     ),
     workers: int | None = typer.Option(None, "--workers", help="Jobs in parallel on this machine (default 2)."),
     resume: str | None = typer.Option(
@@ -77,7 +83,7 @@ def run(
         raise UserError("--problem-budget-s must be >= 0 (0: no budget)")
     try:
         if resume:
-            if suite_dir is not None or mode or overrides or problems or run_id:
+            if suite_dir is not None or mode or search or overrides or problems or run_id:
                 raise UserError(
                     "--resume RUN continues a run with its own suite, modes and settings; "
                     "give only --workers, --ray or --results-db with it"
@@ -111,6 +117,7 @@ def run(
                 overrides=str(overrides) if overrides else None,
                 patterns=problems or None,
                 run_id=run_id,
+                searches=search or None,
             )
         out.print(f"evaluation run {run_name} (continue with: pragma eval run --resume {run_name})")
         counts = harness.execute(run_name, console, results_url=results_db, workers=workers, ray_address=ray)

@@ -28,7 +28,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from pragma.eval import store, supervise
 from pragma.eval.baselines import machine_fingerprint
 from pragma.eval.db import ResultsDB, loads
-from pragma.eval.job import AGENT_MODES, TORCH_COMPILE, JobSpec
+from pragma.eval.job import AGENT_MODES, SEARCHES, TORCH_COMPILE, JobSpec, is_mode
 from pragma.eval.suites import load_suite
 from pragma.graph import lock
 from pragma.graph.context import Context, context_to_dict
@@ -59,11 +59,21 @@ def new_run_id() -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
 
 
-def check_modes(modes: list[str]) -> list[str]:
-    bad = [m for m in modes if m not in AGENT_MODES]
+def check_modes(modes: list[str], searches: list[str] | None = None) -> list[str]:
+    """The run's modes: each agent mode, crossed with each search when --search is given
+    ('greedy' keeps the plain name, so 'pragma' and 'pragma+greedy' are one mode)."""
+    bad = [m for m in modes if not is_mode(m)]
     if bad:
-        raise HarnessError(f"unknown mode(s) {', '.join(bad)}; use: {', '.join(AGENT_MODES)}")
-    return list(dict.fromkeys(modes)) or ["pragma"]
+        raise HarnessError(
+            f"unknown mode(s) {', '.join(bad)}; use: {', '.join(AGENT_MODES)}, optionally +{'|'.join(SEARCHES)}"
+        )
+    wrong = [s for s in searches or [] if s not in SEARCHES]
+    if wrong:
+        raise HarnessError(f"unknown search(es) {', '.join(wrong)}; use: {', '.join(SEARCHES)}")
+    modes = [m.removesuffix("+greedy") for m in modes] or ["pragma"]
+    if searches:
+        modes = [m if s == "greedy" else f"{m}+{s}" for m in modes for s in searches]
+    return list(dict.fromkeys(modes))
 
 
 def create_run(
@@ -75,9 +85,10 @@ def create_run(
     overrides: str | None = None,
     patterns: list[str] | None = None,
     run_id: str | None = None,
+    searches: list[str] | None = None,
 ) -> str:
     """Register a run (problems loaded and materialized now, so a bad suite fails before any work)."""
-    modes = check_modes(modes)
+    modes = check_modes(modes, searches)
     problems = load_suite(suite_dir, overrides, patterns)
     run_id = run_id or new_run_id()
     settings.results_url = settings.results_url or store.default_results_url()
@@ -86,7 +97,8 @@ def create_run(
     if db.run(run_id):
         raise HarnessError(f"run {run_id!r} exists already; continue it with --resume {run_id}")
     now = time.time()
-    context = {k: v for k, v in context_to_dict(ctx).items() if k != "agent_mode"}
+    # The mode sets these two (job.mode_settings); everything else is the run's for every mode.
+    context = {k: v for k, v in context_to_dict(ctx).items() if k not in ("agent_mode", "search")}
     db.upsert(
         "eval_runs",
         {

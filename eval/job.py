@@ -29,15 +29,28 @@ from pragma.graph.context import Context
 
 log = logging.getLogger(__name__)
 AGENT_MODES = ("pragma", "no-profile", "single-agent")
+SEARCHES = ("greedy", "beam", "tree")
 TORCH_COMPILE = "torch.compile"
+
+
+def mode_settings(mode: str) -> dict[str, str]:
+    """The Context fields a mode sets: 'pragma' is the agent mode with the greedy search,
+    'pragma+beam' the same agents searching with beam (``pragma eval run --search``)."""
+    agent, _, search = mode.partition("+")
+    return {"agent_mode": agent, "search": search or "greedy"}
+
+
+def is_mode(mode: str) -> bool:
+    agent, plus, search = mode.partition("+")
+    return agent in AGENT_MODES and (not plus or search in SEARCHES)
 
 
 @dataclass
 class JobSpec:
     run_id: str
     problem: dict[str, Any]  # SuiteProblem.to_dict()
-    mode: str  # one of AGENT_MODES, or TORCH_COMPILE
-    context: dict[str, Any]  # Context fields, agent_mode excluded (the mode sets it)
+    mode: str  # one of AGENT_MODES, optionally +SEARCH (e.g. pragma+beam), or TORCH_COMPILE
+    context: dict[str, Any]  # Context fields, agent_mode and search excluded (the mode sets them)
     results_url: str
     checkpoint_url: str
     out_dir: str  # best kernels go to OUT_DIR/best/MODE/
@@ -170,7 +183,7 @@ def _finish(db: ResultsDB, spec: JobSpec, ctx: Context, state: dict[str, Any], c
 def _run_agents(spec: JobSpec, db: ResultsDB) -> str:
     from pragma.graph.builder import compile_app
 
-    ctx = Context(**{**spec.context, "agent_mode": spec.mode})
+    ctx = Context(**{**spec.context, **mode_settings(spec.mode)})
     config = {"configurable": {"thread_id": store.thread_id(spec.run_id, spec.mode, spec.problem["name"])}}
     ref = baselines.reference_timing(spec.problem["path"], spec.problem["sha256"], ctx)
     if ref.get("status") == "ok":
@@ -185,10 +198,10 @@ def _run_agents(spec: JobSpec, db: ResultsDB) -> str:
             graph_input = None if snapshot.values else {"problem": {"path": spec.problem["path"]}}
             for chunk in app.stream(graph_input, config, context=ctx, stream_mode="updates", durability="sync"):
                 for node, update in chunk.items():
-                    if node == "verifier" and isinstance(update, dict):
+                    if node in ("verifier", "verify_next") and isinstance(update, dict) and update.get("attempts"):
                         result = update.get("verification") or {}
                         cis[int(update["attempts"][0]["iteration"])] = _ci(result)
-                    if node in ("verifier", "repair", "conductor", "coder"):
+                    if node in ("verifier", "verify_next", "repair", "conductor", "coder", "expand", "review"):
                         _sync(db, spec, app.get_state(config).values, cis)
         state = app.get_state(config).values
     _sync(db, spec, state, cis)

@@ -4,22 +4,35 @@ because the LangGraph server supplies its own; ``compile_app`` serves the CLI, e
     START -> setup -> coder -> verifier --fail--> repair -> coder
                                          \\--pass--> profiler -> conductor --continue--> coder
                                                                           \\--stop------> END
+
+With ``search`` beam or tree (or ``candidates_per_round`` > 1) setup routes to the rounds of
+nodes/search.py instead: plan -> Send x N -> expand -> verify_next (one per step) -> Send x M ->
+review -> plan. Both paths are in one graph, so Studio draws the fan-out and a Context picks the path.
 """
 
 from __future__ import annotations
 
-from langgraph.graph import START, StateGraph
+from langgraph.graph import END, START, StateGraph
 from langgraph.types import RetryPolicy
 
 from pragma.graph.context import Context
 from pragma.graph.lock import one_process
-from pragma.graph.routing import route_after_conductor, route_after_profiler, route_after_verifier
+from pragma.graph.routing import (
+    route_after_conductor,
+    route_after_plan,
+    route_after_profiler,
+    route_after_repair,
+    route_after_setup,
+    route_after_verifier,
+    route_after_verify_next,
+)
 from pragma.graph.state import InputState, PragmaState
 from pragma.nodes import llm
 from pragma.nodes.coder import coder
 from pragma.nodes.conductor import conductor
 from pragma.nodes.profiler import profiler
 from pragma.nodes.repair import repair
+from pragma.nodes.search import expand, plan, review, verify_next
 from pragma.nodes.setup import setup
 from pragma.nodes.verifier import verifier
 
@@ -37,11 +50,20 @@ def build_graph() -> StateGraph:
     builder.add_node("repair", one_process(repair), retry_policy=LLM_RETRY)
     builder.add_node("profiler", one_process(profiler))
     builder.add_node("conductor", one_process(conductor), retry_policy=LLM_RETRY)
+    builder.add_node("plan", one_process(plan))
+    builder.add_node("expand", one_process(expand), retry_policy=LLM_RETRY)
+    builder.add_node("verify_next", one_process(verify_next))
+    builder.add_node("review", one_process(review), retry_policy=LLM_RETRY)
     builder.add_edge(START, "setup")
-    builder.add_edge("setup", "coder")
+    builder.add_conditional_edges("setup", route_after_setup)
     builder.add_edge("coder", "verifier")
     builder.add_conditional_edges("verifier", route_after_verifier)
-    builder.add_edge("repair", "coder")
+    builder.add_conditional_edges("repair", route_after_repair)
+    # Send fan-outs: the path lists name the targets so Studio draws the edges.
+    builder.add_conditional_edges("plan", route_after_plan, ["expand", END])
+    builder.add_edge("expand", "verify_next")  # the round joins: verify_next runs once all expansions wrote
+    builder.add_conditional_edges("verify_next", route_after_verify_next, ["verify_next", "review", "plan"])
+    builder.add_edge("review", "plan")
     builder.add_conditional_edges("profiler", route_after_profiler)
     builder.add_conditional_edges("conductor", route_after_conductor)
     return builder

@@ -110,6 +110,25 @@ class Context:
         "kernel near its roof (graph/routing.py: stop_verdict). max_iterations and budgets still end runs earlier.",
     )
     max_repairs: int = _knob(4, "Maximum consecutive failed candidates before the run stops trying to repair.")
+    search: Literal["greedy", "beam", "tree"] = _knob(
+        "greedy",
+        "How candidates are searched (nodes/search.py): 'greedy' (the paper's loop: each candidate refines the "
+        "historical best), 'beam' (candidates_per_round lineages, each refined from its own best) or 'tree' "
+        "(best-first over the whole lineage tree: UCB on speedup, with the Conductor's diagnosis as the prior).",
+    )
+    candidates_per_round: int = _knob(
+        0,
+        "Candidates the Coder writes per round, in parallel (LangGraph Send), verified one after another. "
+        "0: 1 for greedy (the paper's loop), 2 for beam and tree.",
+    )
+    tree_exploration: float = _knob(
+        0.5, "search=tree: weight of the UCB exploration term against the normalised speedup (0: pure best-first)."
+    )
+    max_llm_calls: int = _knob(
+        0,
+        "End the run (keeping the best) after this many LLM calls (Coder, Conductor and repair together); "
+        "0: no limit. One flag for equal-budget comparisons of search policies.",
+    )
     compile_timeout_s: float = _knob(180.0, "Wall-clock limit for building a candidate, seconds.")
     run_timeout_s: float = _knob(120.0, "Wall-clock limit for checking and timing a candidate, seconds.")
     memory_limit_bytes: int = _knob(8 * 2**30, "Address-space limit of a sandboxed candidate, bytes.")

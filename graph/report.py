@@ -1,12 +1,14 @@
-"""Run outputs: ``best.py`` (standalone kernel) and ``report.md`` (the attempt history)."""
+"""Run outputs: ``best.py`` (standalone kernel), ``report.md`` (the attempt history and lineage)
+and ``report.html`` (the lineage tree with each attempt's guidance and diff)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from pragma.graph import lineage
 from pragma.graph.context import Context
-from pragma.graph.routing import stop_reason
+from pragma.graph.routing import per_round, stop_reason
 from pragma.tools.backends import render_profile  # cpu or gpu, as the profile says
 from pragma.tools.export import standalone_source
 
@@ -17,7 +19,7 @@ def _first_line(text: str, limit: int = 100) -> str:
 
 
 def render_report(state: dict[str, Any], ctx: Context, thread_id: str) -> str:
-    problem, best, usage = state.get("problem", {}), state.get("best") or {}, state.get("usage", {})
+    problem, best = state.get("problem", {}), state.get("best") or {}
     lines = [
         f"# PRAGMA run `{thread_id}`",
         "",
@@ -30,8 +32,8 @@ def render_report(state: dict[str, Any], ctx: Context, thread_id: str) -> str:
         ],
         f"- threads: {ctx.num_threads}; timing: {ctx.warmup_calls} warm-up + {ctx.timed_calls} "
         "timed calls each, reference and candidate interleaved",
-        f"- LLM: {int(usage.get('llm_calls', 0))} calls, {int(usage.get('input_tokens', 0))} tokens in, "
-        f"{int(usage.get('output_tokens', 0))} tokens out",
+        f"- search: {ctx.search}, {per_round(ctx)} candidate(s) per round",
+        f"- spent: {spent_text(state)}",
         "",
     ]
     if best:
@@ -63,6 +65,8 @@ def render_report(state: dict[str, Any], ctx: Context, thread_id: str) -> str:
             f"| {a['iteration']} | {a.get('origin', '')} | {a['status']} | {a['speedup']:.3f} | "
             f"{a['runtime_ms']:.4f} | {a['ref_runtime_ms']:.4f} | {a['max_abs_diff']:.3g} | {msg} |"
         )
+    lines += ["", "## Lineage", "", "Each attempt under the attempt it was written from (refined or repaired).", ""]
+    lines += [*lineage.render_text(state), "", *lineage.render_mermaid(state)]
     lines += ["", *render_usage(state)]
     lines += ["", "## Conductor and repair guidance", ""]
     for entry in state.get("log", []):
@@ -74,6 +78,29 @@ def render_report(state: dict[str, Any], ctx: Context, thread_id: str) -> str:
                 "",
             ]
     return "\n".join(lines) + "\n"
+
+
+def spent(state: dict[str, Any]) -> dict[str, float]:
+    """What the run spent: LLM calls and tokens, seconds in the verifier, wall seconds from the
+    start to the last verified attempt (a resumed run's pause included)."""
+    usage, attempts = state.get("usage", {}), state.get("attempts", [])
+    finished = [float(a["finished_at"]) for a in attempts if a.get("finished_at")]
+    started = float(state.get("started_at") or 0.0)
+    return {
+        "llm_calls": float(usage.get("llm_calls", 0)),
+        "input_tokens": float(usage.get("input_tokens", 0)),
+        "output_tokens": float(usage.get("output_tokens", 0)),
+        "verify_s": sum(float(a.get("wall_s", 0.0)) for a in attempts),
+        "wall_s": max(finished) - started if finished and started else 0.0,
+    }
+
+
+def spent_text(state: dict[str, Any]) -> str:
+    s = spent(state)
+    return (
+        f"{s['llm_calls']:.0f} LLM calls, {s['input_tokens']:.0f} tokens in, {s['output_tokens']:.0f} tokens out; "
+        f"{s['verify_s']:.1f} s in the verifier; {s['wall_s']:.0f} s wall"
+    )
 
 
 def verdict(attempt: dict[str, Any], best: dict[str, Any]) -> str:
@@ -134,4 +161,7 @@ def write_outputs(state: dict[str, Any], ctx: Context, thread_id: str, out_dir: 
     report = out_dir / "report.md"
     report.write_text(render_report(state, ctx, thread_id))
     written.append(report)
+    page = out_dir / "report.html"
+    page.write_text(lineage.render_html(state, f"PRAGMA run {thread_id}: lineage"))
+    written.append(page)
     return written

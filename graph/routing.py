@@ -7,6 +7,7 @@ from typing import Literal
 
 from langgraph.graph import END
 from langgraph.runtime import Runtime
+from langgraph.types import Send
 
 from pragma.graph.context import Context
 from pragma.graph.state import PragmaState
@@ -63,13 +64,16 @@ def stop_verdict(state: PragmaState, ctx: Context) -> tuple[bool, str]:
 
 
 def budget_exhausted(state: PragmaState, ctx: Context) -> str | None:
-    """Token, cost and wall-time budgets (0 disables each); the best so far is kept."""
+    """Token, cost, LLM-call and wall-time budgets (0 disables each); the best so far is kept."""
     usage = state.get("usage") or {}
     tokens = usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
     if ctx.max_tokens_total and tokens >= ctx.max_tokens_total:
         return f"token budget spent ({tokens:.0f} >= max_tokens_total={ctx.max_tokens_total})"
     if ctx.max_cost_usd and usage.get("cost_usd", 0.0) >= ctx.max_cost_usd:
         return f"cost budget spent (${usage['cost_usd']:.4f} >= max_cost_usd={ctx.max_cost_usd})"
+    calls = int(usage.get("llm_calls", 0))
+    if ctx.max_llm_calls and calls >= ctx.max_llm_calls:
+        return f"LLM-call budget spent ({calls} >= max_llm_calls={ctx.max_llm_calls})"
     started = state.get("started_at")
     if ctx.max_wall_s and started and time.time() - started >= ctx.max_wall_s:
         return f"wall-time budget spent ({time.time() - started:.0f} s >= max_wall_s={ctx.max_wall_s:.0f})"
@@ -100,3 +104,43 @@ def route_after_profiler(state: PragmaState, runtime: Runtime[Context]) -> Liter
     if budget_exhausted(state, runtime.context):
         return END
     return "coder" if runtime.context.agent_mode == "single-agent" else "conductor"
+
+
+def route_after_repair(state: PragmaState, runtime: Runtime[Context]) -> Literal["coder", "__end__"]:
+    # The repair call may have spent the last of an LLM budget (max_llm_calls, tokens, cost).
+    return END if budget_exhausted(state, runtime.context) else "coder"
+
+
+def per_round(ctx: Context) -> int:
+    """Candidates per round: the knob, or 1 for greedy and 2 for beam and tree when it is 0."""
+    if ctx.candidates_per_round > 0:
+        return ctx.candidates_per_round
+    return 1 if ctx.search == "greedy" else 2
+
+
+def route_after_setup(state: PragmaState, runtime: Runtime[Context]) -> Literal["coder", "plan"]:
+    # The paper's loop keeps its own topology; any other search runs in rounds (nodes/search.py).
+    ctx = runtime.context
+    return "coder" if ctx.search == "greedy" and per_round(ctx) == 1 else "plan"
+
+
+def route_after_plan(state: PragmaState, runtime: Runtime[Context]) -> list[Send] | Literal["__end__"]:
+    """Fan the round's expansions out to the Coder (one Send each), or end the run."""
+    planned = state.get("plan") or []
+    if not planned or stop_reason(state, runtime.context) is not None:
+        return END
+    from pragma.nodes.search import expansion_payload
+
+    return [Send("expand", expansion_payload(state, item)) for item in planned]
+
+
+def route_after_verify_next(
+    state: PragmaState, runtime: Runtime[Context]
+) -> list[Send] | Literal["verify_next", "plan"]:
+    """One candidate per step until the round is verified, then its reviews in parallel."""
+    from pragma.nodes.search import pending_drafts, review_payloads
+
+    if pending_drafts(state):
+        return "verify_next"
+    sends = [Send("review", payload) for payload in review_payloads(state, runtime.context)]
+    return sends or "plan"

@@ -68,7 +68,15 @@ def _progress(console: Console, node: str, update: dict[str, Any], best: dict[st
     if node == "setup":
         p = update["problem"]
         console.print(f"problem {p['name']}: reference {p.get('ref_call_ms', 0):.2f} ms per call; {update['hardware']}")
-    elif node == "verifier":
+    elif node == "plan":
+        items = update.get("plan") or []
+        if items:
+            what = ", ".join(
+                f"#{i['iteration']} " + (f"{i['mode']} of #{i['parent']}" if i["parent"] else "fresh start")
+                for i in items
+            )
+            console.print(f"round {update['round']}: {len(items)} candidate(s) in parallel: {what}")
+    elif node in ("verifier", "verify_next") and update.get("verification"):
         v = update["verification"]
         a = update["attempts"][0]
         text = f"attempt {a['iteration']} ({a['origin']}): {v['status']}"
@@ -93,6 +101,13 @@ def _progress(console: Console, node: str, update: dict[str, Any], best: dict[st
         g = update["guidance"]
         first = (g.get("text", "").strip().splitlines() or [""])[0][:160]
         console.print(f"  {node}: {first}")
+    elif node == "review":
+        for r in update.get("reviews", []):
+            first = ((r.get("guidance") or {}).get("text", "").strip().splitlines() or [""])[0][:140]
+            profiled = (
+                f"profile: {r['bottleneck']} (confidence {r.get('confidence', 'none')})" if "bottleneck" in r else ""
+            )
+            console.print(f"  review of #{r['iteration']}: " + "; ".join(x for x in (profiled, first) if x))
 
 
 def _execute(thread_id: str, graph_input: Any, ctx: Context, out_dir: Path, console: Console) -> int:

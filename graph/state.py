@@ -5,6 +5,8 @@ Invariants:
 - ``best`` only ever moves to a candidate the verifier accepted as a new best: correct, re-checked
   on held-out inputs, and significantly faster than the current best (see ``keep_best``).
 - ``usage`` accumulates token counts over every LLM call of the run.
+- ``attempts`` is also the lineage: each names its ``parent`` (the node it was refined or repaired
+  from, 0 for a fresh start) and carries its diff against it (graph/lineage.py draws the tree).
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ class Candidate(TypedDict, total=False):
     format: str  # "module" | "kernel" (candidate_format actually used for this candidate)
     kernel: str  # kernel format: the C++ the model wrote (``code`` is PRAGMA's module around it)
     format_note: str  # why kernel format fell back to module for this problem, if it did
+    parent: int  # the lineage node it was written from (refined or repaired); 0: a fresh start
+    branch: int  # search=beam: the lineage it belongs to (0 in the greedy loop)
+    round: int  # the search round that wrote it (0 in the greedy loop)
+    guidance: str  # the start of the guidance that produced it (the report's lineage tree)
 
 
 class Best(TypedDict, total=False):
@@ -99,6 +105,18 @@ class PragmaState(TypedDict, total=False):
     log: Annotated[list[dict[str, Any]], operator.add]  # LLM exchanges (role, iteration, text)
     # Conductor stops routing.stop_verdict refused: {attempt, reason}, one per overruled stop.
     stop_overrules: Annotated[list[dict[str, Any]], operator.add]
+    # Search in rounds (nodes/search.py); the greedy loop leaves these empty.
+    round: int  # the current round
+    plan: list[dict[str, Any]]  # the round's expansions: {mode, parent, branch, iteration, round, variant, of}
+    drafts: Annotated[list[Candidate], operator.add]  # every candidate written in a round, in the order written
+    reviews: Annotated[
+        list[dict[str, Any]], operator.add
+    ]  # per verified candidate: {iteration, guidance, bottleneck, ...}
+    # Keys of one Send payload only (never in the run's state): the expansion a Coder call serves,
+    # and the note that makes parallel variants of one parent differ.
+    expansion: dict[str, Any]
+    variant: str
+    final: bool  # a review that only profiles (the run ends after this round)
 
 
 class InputState(TypedDict, total=False):

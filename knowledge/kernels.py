@@ -16,12 +16,17 @@ examples (logged).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
 import re
+import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +34,20 @@ COLLECTION = "pragma_kernels"
 SEED_DIR = Path(__file__).parent / "data" / "kernels"
 # Embedded text per record: the reference's docstring and class (MiniLM reads 256 word pieces).
 DOC_CHARS = 1200
+
+
+# Chroma's client is not safe to create from several threads at once (a search round's parallel
+# Coder calls each query the memory): one thread of a process uses it at a time.
+_LOCK = threading.RLock()
+
+
+def _serialized(func: Callable[..., T]) -> Callable[..., T]:
+    @functools.wraps(func)
+    def locked(*args: Any, **kwargs: Any) -> T:
+        with _LOCK:
+            return func(*args, **kwargs)
+
+    return locked
 
 
 def _collection() -> Any:
@@ -59,6 +78,7 @@ def record_id(source: str, fmt: str) -> str:
     return hashlib.sha256(f"{fmt}\0{source}".encode()).hexdigest()[:24]
 
 
+@_serialized
 def add(
     *,
     source: str,
@@ -108,6 +128,7 @@ def seed_records() -> list[dict[str, Any]]:
     return out
 
 
+@_serialized
 def ensure() -> Any:
     """The collection, with every shipped seed present (added once; cheap afterwards).
 
@@ -136,6 +157,7 @@ def ensure() -> Any:
     return col
 
 
+@_serialized
 def query(source: str, k: int = 2, fmt: str | None = None) -> list[dict[str, Any]]:
     """The ``k`` verified kernels whose problems read most like ``source`` (best first)."""
     col = ensure()
@@ -154,6 +176,7 @@ def query(source: str, k: int = 2, fmt: str | None = None) -> list[dict[str, Any
     ]
 
 
+@_serialized
 def listing() -> list[dict[str, Any]]:
     col = ensure()
     got = col.get(include=["metadatas"])

@@ -29,6 +29,9 @@ log = logging.getLogger("pragma.coder")
 GRAMMAR_KERNEL = 'root ::= "```cpp\\n" code "```"\ncode ::= [^`]*\n'
 GRAMMAR_MODULE = 'root ::= "```python\\n" code "```"\ncode ::= [^`]*\n'
 
+# The start of the guidance a candidate was written from, kept with it (the report's lineage tree).
+GUIDANCE_CHARS = 300
+
 
 def _inputs_text(problem: dict) -> str:
     return json.dumps({"inputs": problem.get("inputs", []), "init_inputs": problem.get("init_inputs", [])})
@@ -143,6 +146,17 @@ def _memory_section(ctx: Context, problem: dict) -> str:
     return prompts.VERIFIED_KERNELS_SECTION.format(kernels=text) if text else ""
 
 
+def _parent(state: PragmaState, ctx: Context, origin: str) -> int:
+    """The lineage node this candidate is written from: the best it refines, the failure it
+    repairs (single-agent: the previous candidate, whose feedback it reads), none at first."""
+    if origin == "initial":
+        return 0
+    single = ctx.agent_mode == "single-agent"
+    if origin == "refine" and not single and (state.get("best") or {}).get("iteration"):
+        return int(state["best"]["iteration"])
+    return int((state.get("candidate") or {}).get("iteration", 0))
+
+
 def coder(state: PragmaState, runtime: Runtime[Context]) -> dict:
     ctx = runtime.context
     attempt = state.get("iteration", 0) + 1
@@ -151,6 +165,8 @@ def coder(state: PragmaState, runtime: Runtime[Context]) -> dict:
     if note and attempt == 1:
         log.warning(note)
     origin, human = _human(state, ctx, fmt, spec, attempt)
+    if variant := state.get("variant"):
+        human += f"\n<variant>\n{variant}\n</variant>\n"
     human += _memory_section(ctx, problem)
     # The backend decides the kernel language (C++ on cpu, Triton on gpu); the templates are shared.
     system = prompts.CODER_SYSTEM_KERNEL if fmt == "kernel" else backend_for(ctx).coder_system
@@ -159,7 +175,14 @@ def coder(state: PragmaState, runtime: Runtime[Context]) -> dict:
     )
     grammar = grammar_for(ctx, fmt)
     text, update = chat.ask("coder", ctx, system, human, attempt, **({"grammar": grammar} if grammar else {}))
-    candidate: dict[str, Any] = {"iteration": attempt, "origin": origin, "format": fmt}
+    candidate: dict[str, Any] = {
+        "iteration": attempt,
+        "origin": origin,
+        "format": fmt,
+        "parent": _parent(state, ctx, origin),
+    }
+    if origin != "initial" and (guided := (state.get("guidance") or {}).get("text")):
+        candidate["guidance"] = guided[:GUIDANCE_CHARS]  # what produced it, for the lineage tree
     if note:
         candidate["format_note"] = note
         for entry in update.get("log", []):

@@ -63,40 +63,49 @@ def _remember(state: PragmaState, ctx: Context, candidate: dict, result: dict, p
         log.warning("kernel memory not updated: %s", " ".join(str(exc).split())[:200])
 
 
-def profiler(state: PragmaState, runtime: Runtime[Context]) -> dict:
-    candidate, result = state["candidate"], state["verification"]
-    if runtime.context.agent_mode != "pragma":
+SKIPPED_REASON = "agent_mode={mode}: not profiled"
+
+
+def profile_candidate(state: PragmaState, ctx: Context, candidate: dict) -> tuple[dict, str]:
+    """(profile, hardware summary) of a verified candidate: the backend's profile with its diff
+    against the historical best, or a 'skipped' profile in the modes that measure nothing beyond
+    the verifier. Shared by this node and the search's review (nodes/search.py)."""
+    if ctx.agent_mode != "pragma":
         # N-PRAGMA and single-agent measure nothing beyond the verifier: crown the best on time alone.
         skipped = {
             "status": "skipped",
-            "reason": f"agent_mode={runtime.context.agent_mode}: not profiled",
+            "reason": SKIPPED_REASON.format(mode=ctx.agent_mode),
             "sources": [],
             "confidence": "none",
             "metrics": {},
             "bottleneck": "unknown",
             "iteration": candidate["iteration"],
         }
-        crowned = _best_update(candidate, result, skipped)
-        if crowned:
-            _remember(state, runtime.context, candidate, result, skipped)
-        return {"profile": skipped, **({"best": crowned} if crowned else {})}
+        return skipped, state.get("hardware", "")
     # Metrics the Conductor asked for last time are collected now (validated in profilers/extra.py).
     extra = (state.get("guidance") or {}).get("extra_metrics") or []
-    backend = backend_for(runtime.context)  # cpu: perf/callgrind/static; gpu: Nsight Compute
-    profile = backend.profile(state["problem"]["path"], candidate["code"], runtime.context, extra)
+    backend = backend_for(ctx)  # cpu: perf/callgrind/static; gpu: Nsight Compute
+    profile = backend.profile(state["problem"]["path"], candidate["code"], ctx, extra)
     best = state.get("best") or {}
-    delta = diff.diff_profiles(best.get("profile"), profile)
+    # The best itself (a search round's review profiles the freshly crowned best) diffs against nothing.
+    previous = best.get("profile") if best.get("iteration") != candidate["iteration"] else None
+    delta = diff.diff_profiles(previous, profile)
     profile = {
         **profile,
         "diff": delta,
         "diff_vs_best": diff.render_diff(delta, best.get("iteration")),
         "iteration": candidate["iteration"],
     }
-    update: dict = {"profile": profile}
     # The first profile measures the machine's peaks; from then on the prompts' summary shows them.
-    summary = backend.hardware_summary(runtime.context)
-    if summary != state.get("hardware"):
-        update["hardware"] = summary
+    return profile, backend.hardware_summary(ctx)
+
+
+def profiler(state: PragmaState, runtime: Runtime[Context]) -> dict:
+    candidate, result = state["candidate"], state["verification"]
+    profile, hardware = profile_candidate(state, runtime.context, candidate)
+    update: dict = {"profile": profile}
+    if hardware != state.get("hardware", ""):
+        update["hardware"] = hardware
     if crowned := _best_update(candidate, result, profile):
         update["best"] = crowned
         _remember(state, runtime.context, candidate, result, profile)

@@ -7,7 +7,9 @@ uses to crown a new best.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
+import time
 
 from langgraph.runtime import Runtime
 
@@ -34,6 +36,19 @@ ATTEMPT_KEYS = (
 )
 
 
+# A lineage node keeps its diff against its parent, cut to this size (the code itself is kept whole).
+DIFF_CHARS = 4000
+
+
+def code_diff(parent_code: str, code: str, parent: int) -> str:
+    """Unified diff of a candidate against its parent, at most DIFF_CHARS characters."""
+    lines = difflib.unified_diff(
+        parent_code.splitlines(), code.splitlines(), f"attempt {parent}", "this attempt", lineterm="", n=1
+    )
+    text = "\n".join(lines)
+    return text if len(text) <= DIFF_CHARS else text[:DIFF_CHARS] + f"\n... ({len(text) - DIFF_CHARS} more characters)"
+
+
 def verifier(state: PragmaState, runtime: Runtime[Context]) -> dict:
     candidate = state["candidate"]
     best = state.get("best") or {}
@@ -46,11 +61,18 @@ def verifier(state: PragmaState, runtime: Runtime[Context]) -> dict:
         best_code=best.get("code") or None,
         best_speedup=float(best.get("speedup", 0.0)),
     )
+    parent = int(candidate.get("parent") or 0)
+    parent_code = next((a["code"] for a in state.get("attempts", []) if a["iteration"] == parent), "")
     attempt = {
         "iteration": candidate["iteration"],
         "origin": candidate.get("origin", ""),
         "code_sha256": hashlib.sha256(candidate["code"].encode()).hexdigest(),
         "code": candidate["code"],
+        # The lineage (graph/lineage.py): where it came from, what changed, what produced it.
+        "parent": parent,
+        "diff": code_diff(parent_code, candidate["code"], parent) if parent_code else "",
+        "guidance": candidate.get("guidance", ""),
+        "finished_at": time.time(),
         **{k: result[k] for k in ATTEMPT_KEYS},
     }
     failures = 0 if result["status"] == "ok" else state.get("consecutive_failures", 0) + 1
