@@ -62,9 +62,7 @@ def test_beam_round_killed_twice_mid_round_resumes_without_repeats_and_draws_the
         env = pragma_env(isolated_data_dir, PRAGMA_LLM_BASE_URL=fake.base_url)
 
         def start(*args: str) -> subprocess.Popen:
-            return subprocess.Popen(
-                cli(*args), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-            )
+            return subprocess.Popen(cli(*args), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
         proc = start("optimize", str(EXAMPLES / "relu.py"), *ARGS, "--out", str(out_dir))
         thread_id = proc.stdout.readline().split()[1]

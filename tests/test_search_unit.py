@@ -160,7 +160,9 @@ def test_lineage_draws_each_attempt_under_its_parent():
     page = lineage.render_html(s, "t")
     assert page.count("<li>") == 4 and "the best" in page
     # Attempts from before lineage was kept hang under the attempt before them.
-    old = {"attempts": [{"iteration": 1, "status": "ok", "speedup": 1.0}, {"iteration": 2, "status": "ok", "speedup": 2.0}]}
+    old = {
+        "attempts": [{"iteration": 1, "status": "ok", "speedup": 1.0}, {"iteration": 2, "status": "ok", "speedup": 2.0}]
+    }
     assert lineage.render_text(old) == ["- #1 · ok 1.000x", "  - #2 · ok 2.000x"]
 
 
