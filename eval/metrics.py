@@ -38,6 +38,8 @@ class Outcome:
     tokens: float = 0.0
     cost_usd: float = 0.0
     iterations: int = 0
+    llm_calls: float = 0.0
+    wall_s: float = 0.0  # the job's wall time (every search policy pays its own)
 
 
 def counts_as_solved(status: str, solved: bool) -> bool:
@@ -70,6 +72,8 @@ def outcomes(rows: list[dict[str, Any]], problems: list[tuple[str, str]], modes:
                     tokens=float(r.get("input_tokens") or 0.0) + float(r.get("output_tokens") or 0.0),
                     cost_usd=float(r.get("cost_usd") or 0.0),
                     iterations=int(r.get("iterations") or 0),
+                    llm_calls=float(r.get("llm_calls") or 0.0),
+                    wall_s=float(r.get("wall_s") or 0.0),
                 )
             )
     return found
@@ -105,6 +109,10 @@ def summarize(outcomes: list[Outcome]) -> dict[str, Any]:
         "tokens": tokens,
         "cost_usd": cost,
         "tokens_per_solved": tokens / len(solved) if solved else None,
+        # What a mode spent per problem: the equal-budget comparison of search policies reads these.
+        "llm_calls_per_problem": sum(o.llm_calls for o in outcomes) / n if n else None,
+        "candidates_per_problem": sum(o.iterations for o in outcomes) / n if n else None,
+        "wall_s_per_problem": sum(o.wall_s for o in outcomes) / n if n else None,
         "cost_per_solved_usd": cost / len(solved) if solved else None,
     }
 

@@ -99,6 +99,9 @@ def table_full(summaries: dict[str, dict[str, Any]], priced: bool) -> Table:
         "Median (all)",
         "Tokens / solved",
         "USD / solved",
+        "LLM calls / problem",
+        "Candidates / problem",
+        "Wall s / problem",
     ]
     rows = []
     for mode, s in summaries.items():
@@ -117,6 +120,9 @@ def table_full(summaries: dict[str, dict[str, Any]], priced: bool) -> Table:
                 _fmt(sa["median"], ".2f", "x"),
                 _fmt(s["tokens_per_solved"], ".0f"),
                 _fmt(s["cost_per_solved_usd"] if priced else None, ".4f"),
+                _fmt(s.get("llm_calls_per_problem"), ".1f"),
+                _fmt(s.get("candidates_per_problem"), ".1f"),
+                _fmt(s.get("wall_s_per_problem"), ".0f"),
             ]
         )
     return header, rows
