@@ -160,6 +160,9 @@ def test_langgraph_dev_serves_pragma_and_runs_it_to_the_fastest_kernel(server):
     assert edges.get(("verifier", "repair")) is True, edges
     assert edges.get(("verifier", "profiler")) is True, edges
     assert edges.get(("coder", "verifier")) is False, edges
+    # The search rounds' fan-outs (Send) are drawn too: plan -> expand, verify_next -> review.
+    assert edges.get(("plan", "expand")) is True and edges.get(("verify_next", "review")) is True, edges
+    assert edges.get(("expand", "verify_next")) is False and edges.get(("setup", "plan")) is True, edges
 
     thread = client.post("/threads", json={})
     assert thread.status_code == 200, thread.text
