@@ -111,6 +111,32 @@ def rule_hint(rule: str, detail: str = "", fmt: str = "module") -> str:
     return f"rule {rule}: {found}change the code so that this rule passes. Why the rule exists: {' '.join(why.split())}"
 
 
+# The compiler errors a small model makes most, each with what to do (name quoted as g++ does).
+# Seen with the embedded model: a kernel copied from the memory of verified kernels without its
+# `int64_t i = 0;` line, repaired four times in a row with the generic hint.
+COMPILER_FIXES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        re.compile(r"[‘'`](\w+)[’'`] was not declared in this scope"),
+        "declare `{0}` before its first use (a loop index: `int64_t {0} = 0;` before the loop, "
+        "or `for (int64_t {0} = 0; ...)`)",
+    ),
+    (re.compile(r"expected [‘'`];[’'`]"), "add the missing `;` at the end of the statement named above"),
+    (re.compile(r"redefinition of [‘'`]([^’'`]+)[’'`]"), "define `{0}` once: remove or rename the second definition"),
+    (
+        re.compile(r"invalid conversion from [‘'`]([^’'`]+)[’'`] to [‘'`]([^’'`]+)[’'`]"),
+        "convert explicitly: `static_cast<{1}>(...)` where a `{0}` is passed",
+    ),
+)
+
+
+def compiler_fix(error_line: str) -> str:
+    """The specific fix for a known compiler error, or ''."""
+    for pattern, fix in COMPILER_FIXES:
+        if m := pattern.search(error_line):
+            return fix.format(*m.groups())
+    return ""
+
+
 def _first_compiler_error(text: str) -> str:
     for line in text.splitlines():
         if re.search(r"\berror\b", line, re.IGNORECASE) and ".cpp:" in line:
@@ -136,6 +162,8 @@ def repair_hints(result: dict[str, Any], fmt: str = "module") -> str:
         elif status in ("runtime_error", "mismatch", "timeout"):
             first = (result.get("message") or "").strip().splitlines()[0][:300] if result.get("message") else ""
         hint = STATUS_HINTS.get(status, f"the verifier reported {status}")
+        if status == "compile_error" and (fix := compiler_fix(first)):
+            hint = f"{fix}; {hint[0].lower()}{hint[1:]}"
         lines.append(f"{status}: {first + ' — ' if first else ''}{hint}.")
     return "\n".join(f"- {line}" for line in dict.fromkeys(lines))
 

@@ -72,6 +72,21 @@ def test_compile_error_hint_quotes_the_first_compiler_error():
     assert "relu_1.cpp:5:9: error: 'n' was not declared" in text and "expected ';'" not in text
 
 
+def test_known_compiler_errors_get_a_specific_fix():
+    # g++'s own quotes (as the embedded model's copied kernel produced) and ASCII ones.
+    undeclared = (
+        "CompileError: /r/pragma_kernel_7e.cpp:8:12: error: ‘i’ was not declared in this scope\n"
+        "    8 |     for (; i < n; ++i) out0[i] = x[i];\n"
+    )
+    text = hints.repair_hints({"status": "compile_error", "message": undeclared}, "kernel")
+    assert "declare `i` before its first use" in text and "int64_t i = 0;" in text
+    assert "pragma_kernel_7e.cpp:8:12" in text  # where, then what to do
+    conv = "/r/k.cpp:3:5: error: invalid conversion from 'const float*' to 'float*' [-fpermissive]"
+    assert "static_cast<float*>" in hints.repair_hints({"status": "compile_error", "message": conv})
+    other = "/r/k.cpp:3:5: error: 'foo' has not been declared"
+    assert "before its first use" not in hints.repair_hints({"status": "compile_error", "message": other})
+
+
 def test_kernel_format_rewords_python_side_findings():
     text = hints.rule_hint("no_torch_compute", "line 9: calls .relu()", fmt="kernel")
     assert "line 9: calls .relu()" in text and "C++ function" in text
