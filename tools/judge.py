@@ -1092,7 +1092,9 @@ class Judge:
         out = {}
         for role in roles:
             ticks, ns = self.call_cpu.get(role, (0, 0))
-            if ns >= CORES_WINDOW_S * 1e9:
+            # The reference's figure is only shown beside the candidate's (the budget is the
+            # candidate's): its timed calls suffice, however short, and save a window per verification.
+            if ns >= CORES_WINDOW_S * 1e9 or (role == "reference" and ns > 0):
                 out[role] = round(ticks / _CLK_TCK / (ns / 1e9), 3)
                 self.cores_from[role] = f"{ns / 1e9:.2f} s of timed calls"
                 continue
