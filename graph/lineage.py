@@ -85,16 +85,36 @@ def render_mermaid(state: dict[str, Any]) -> list[str]:
     return lines
 
 
+def costs(state: dict[str, Any]) -> dict[int, dict[str, float]]:
+    """Per attempt: tokens and seconds of the LLM calls about it (the Coder's that wrote it, the
+    Conductor's or repair's that read it) and the verifier's seconds."""
+    out: dict[int, dict[str, float]] = {}
+    for entry in state.get("log", []):
+        c = out.setdefault(int(entry.get("attempt", 0)), {"tokens": 0.0, "llm_s": 0.0, "verify_s": 0.0})
+        c["tokens"] += float(entry.get("input_tokens", 0) or 0) + float(entry.get("output_tokens", 0) or 0)
+        c["llm_s"] += float(entry.get("wall_s", 0) or 0)
+    for a in state.get("attempts", []):
+        c = out.setdefault(int(a["iteration"]), {"tokens": 0.0, "llm_s": 0.0, "verify_s": 0.0})
+        c["verify_s"] = float(a.get("wall_s", 0.0) or 0.0)
+    return out
+
+
 def render_html(state: dict[str, Any], title: str) -> str:
-    """A self-contained page: the tree as nested lists, each node with its guidance and diff."""
+    """A self-contained page: the tree as nested lists, each node with its guidance, diff and cost."""
     tree, best = children(state), (state.get("best") or {}).get("iteration")
     found = _bottlenecks(state)
+    spent = costs(state)
 
     def node_html(a: dict[str, Any]) -> str:
         cls = "best" if a["iteration"] == best else ("ok" if a["status"] == "ok" else "failed")
         parts = [f'<span class="{cls}">{html.escape(label(a, best))}</span>']
         if a["iteration"] in found:
             parts.append(f'<span class="note">profile: {html.escape(found[a["iteration"]])}</span>')
+        c = spent.get(int(a["iteration"]), {})
+        parts.append(
+            f'<span class="note">{c.get("tokens", 0):.0f} tokens, {c.get("llm_s", 0):.1f} s LLM, '
+            f"{c.get('verify_s', 0):.1f} s verifier</span>"
+        )
         details = []
         if a.get("guidance"):
             details.append(f"<p><b>guidance</b></p><pre>{html.escape(a['guidance'])}</pre>")

@@ -157,8 +157,11 @@ def test_lineage_draws_each_attempt_under_its_parent():
     ]
     mermaid = "\n".join(lineage.render_mermaid(s))
     assert "n0 --> n1" in mermaid and "n1 --> n3" in mermaid and "n2 --> n4" in mermaid and "n4[" in mermaid
+    s["log"] = [{"attempt": 4, "input_tokens": 300, "output_tokens": 200, "wall_s": 2.5}]
+    s["attempts"][3]["wall_s"] = 3.25
     page = lineage.render_html(s, "t")
     assert page.count("<li>") == 4 and "the best" in page
+    assert "500 tokens, 2.5 s LLM, 3.2 s verifier" in page  # the cost of #4
     # Attempts from before lineage was kept hang under the attempt before them.
     old = {
         "attempts": [{"iteration": 1, "status": "ok", "speedup": 1.0}, {"iteration": 2, "status": "ok", "speedup": 2.0}]
