@@ -19,6 +19,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).parent))
 EXAMPLES = ROOT / "eval" / "suites" / "examples"
+# The ReLU example at a test size, for tests that exercise the loop rather than the kernel
+# (tests/data/flow/relu.py says why).
+FLOW_RELU = ROOT / "tests" / "data" / "flow" / "relu.py"
 CANDIDATES = Path(__file__).parent / "data" / "candidates"
 # Short timing keeps the suite fast; measurement precision is the benchmark's business.
 FAST_SETTINGS = {

@@ -7,7 +7,7 @@ import sys
 import time
 
 import pytest
-from conftest import EXAMPLES, pragma_env
+from conftest import FLOW_RELU, pragma_env
 from fake_openai import FakeOpenAI
 
 from pragma.graph import runs
@@ -32,7 +32,7 @@ def test_signal_during_llm_call_stops_the_run_resumably(isolated_data_dir, tmp_p
                 "-m",
                 "pragma.graph.cli",
                 "optimize",
-                str(EXAMPLES / "relu.py"),
+                str(FLOW_RELU),
                 "--coder-model",
                 "openai:fake-model",
                 "--out",

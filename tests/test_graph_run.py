@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import scripted
-from conftest import EXAMPLES
+from conftest import FLOW_RELU
 from rich.console import Console
 
 import pragma.nodes.llm as llm
@@ -34,7 +34,7 @@ def scripted_llm(monkeypatch):
 def test_full_run_takes_repair_then_profile_route_and_keeps_fastest(scripted_llm, tmp_path):
     ctx = resolve_context(coder_model="scripted:coder", max_iterations=4)
     buf = io.StringIO()
-    code = runner.start_run(read_problem(EXAMPLES / "relu.py"), ctx, tmp_path / "out", Console(file=buf, width=200))
+    code = runner.start_run(read_problem(FLOW_RELU), ctx, tmp_path / "out", Console(file=buf, width=200))
     assert code == 0, buf.getvalue()
     [run] = runs.list_runs()
     assert route_of(run["thread_id"]) == [
@@ -69,7 +69,7 @@ def test_full_run_takes_repair_then_profile_route_and_keeps_fastest(scripted_llm
     report = (tmp_path / "out" / "report.md").read_text()
     assert "| 4 | refine | ok |" in report and "compile_error" in report
     proc = subprocess.run(
-        [sys.executable, "-m", "pragma.graph.cli", "verify", str(EXAMPLES / "relu.py"), str(best_py), "--json"],
+        [sys.executable, "-m", "pragma.graph.cli", "verify", str(FLOW_RELU), str(best_py), "--json"],
         capture_output=True,
         text=True,
         timeout=300,

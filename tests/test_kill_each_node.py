@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import scripted
-from conftest import EXAMPLES, pragma_env
+from conftest import FLOW_RELU, pragma_env
 from fake_openai import FakeOpenAI
 
 from pragma.graph import runs
@@ -79,7 +79,7 @@ def uninterrupted(tmp_path: Path) -> tuple[list[str], list[tuple[int, str, str]]
     with FakeOpenAI(script()) as fake:
         env = pragma_env(data, PRAGMA_LLM_BASE_URL=fake.base_url)
         done = subprocess.run(
-            cli("optimize", str(EXAMPLES / "relu.py"), *ARGS, "--out", str(tmp_path / "plain")),
+            cli("optimize", str(FLOW_RELU), *ARGS, "--out", str(tmp_path / "plain")),
             env=env,
             capture_output=True,
             text=True,
@@ -113,7 +113,7 @@ def test_sigkill_in_every_node_then_resume_repeats_and_loses_nothing(tmp_path, i
     with FakeOpenAI(script(hung)) as fake:
         env = pragma_env(isolated_data_dir, PRAGMA_LLM_BASE_URL=fake.base_url)
         proc = subprocess.Popen(
-            cli("optimize", str(EXAMPLES / "relu.py"), *ARGS, "--out", str(out_dir)),
+            cli("optimize", str(FLOW_RELU), *ARGS, "--out", str(out_dir)),
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

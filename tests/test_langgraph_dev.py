@@ -21,7 +21,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import EXAMPLES
+from conftest import FLOW_RELU
 
 # Prefer the CLI next to this interpreter so the server imports the same pragma and langgraph.
 LANGGRAPH = shutil.which("langgraph", path=str(Path(sys.executable).parent)) or shutil.which("langgraph")
@@ -172,7 +172,7 @@ def test_langgraph_dev_serves_pragma_and_runs_it_to_the_fastest_kernel(server):
         f"/threads/{thread_id}/runs/wait",
         json={
             "assistant_id": "pragma",
-            "input": {"problem": {"path": str(EXAMPLES / "relu.py")}},
+            "input": {"problem": {"path": str(FLOW_RELU)}},
             # Run-level context becomes the graph's Context; the server rejects it combined with
             # config.configurable, so settings go here only.
             "context": {

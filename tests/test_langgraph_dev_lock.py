@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from conftest import EXAMPLES
+from conftest import FLOW_RELU
 from test_langgraph_dev import LANGGRAPH, RUN_TIMEOUT_S, _log_tail, server  # noqa: F401  (the fixture)
 from test_run_lock import held_elsewhere
 
@@ -24,7 +24,7 @@ def test_studio_run_on_a_live_thread_fails_with_the_holders_line(server, tmp_pat
             timeout=RUN_TIMEOUT_S,
             json={
                 "assistant_id": "pragma",
-                "input": {"problem": {"path": str(EXAMPLES / "relu.py")}},
+                "input": {"problem": {"path": str(FLOW_RELU)}},
                 "context": {"coder_model": "scripted:coder", "max_iterations": 1},
             },
         )

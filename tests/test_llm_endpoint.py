@@ -9,7 +9,7 @@ import sys
 
 import pytest
 import scripted
-from conftest import EXAMPLES, pragma_env
+from conftest import FLOW_RELU, pragma_env
 from fake_openai import FakeOpenAI
 from rich.console import Console
 
@@ -65,7 +65,7 @@ def test_full_run_over_http_with_retry_timeout_reask_accounting_and_replay(monke
         monkeypatch.setenv("PRAGMA_LLM_BASE_URL", fake.base_url)
         ctx = resolve_context(coder_model="openai:fake-model", max_iterations=4, llm_timeout_s=2.0)
         buf = io.StringIO()
-        code = runner.start_run(read_problem(EXAMPLES / "relu.py"), ctx, tmp_path / "out", Console(file=buf, width=200))
+        code = runner.start_run(read_problem(FLOW_RELU), ctx, tmp_path / "out", Console(file=buf, width=200))
         assert code == 0, buf.getvalue()
     assert fake.count("coder:1") == 2  # 429, then retried by the RetryPolicy
     assert fake.count("conductor:3") == 3  # timed out, then malformed JSON, then the re-ask
@@ -131,7 +131,7 @@ def test_endpoint_errors_are_one_line(isolated_data_dir, steps, message):
                 "-m",
                 "pragma.graph.cli",
                 "optimize",
-                str(EXAMPLES / "relu.py"),
+                str(FLOW_RELU),
                 "--coder-model",
                 "openai:fake-model",
             ],
@@ -154,7 +154,7 @@ def test_unreachable_endpoint_names_the_url_after_retries(isolated_data_dir):
             "-m",
             "pragma.graph.cli",
             "optimize",
-            str(EXAMPLES / "relu.py"),
+            str(FLOW_RELU),
             "--coder-model",
             "openai:fake-model",
         ],
@@ -181,7 +181,7 @@ def test_price_table_and_token_budget_end_the_run_keeping_the_best(monkeypatch, 
         ctx = resolve_context(
             coder_model="openai:fake-model", max_iterations=4, price_table_path=str(prices), max_tokens_total=2000
         )
-        code = runner.start_run(read_problem(EXAMPLES / "relu.py"), ctx, tmp_path / "out", Console(file=io.StringIO()))
+        code = runner.start_run(read_problem(FLOW_RELU), ctx, tmp_path / "out", Console(file=io.StringIO()))
     assert code == 0
     [run] = runs.list_runs()
     state = state_of(run["thread_id"])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import scripted
-from conftest import EXAMPLES, pragma_env, write_script
+from conftest import FLOW_RELU, pragma_env, write_script
 
 pytestmark = pytest.mark.integration  # starts sandboxes/processes (tests/conftest.py)
 
@@ -67,7 +67,7 @@ def test_resume_after_exception_inside_a_node(tmp_path, isolated_data_dir):
     )
     args = [
         "optimize",
-        str(EXAMPLES / "relu.py"),
+        str(FLOW_RELU),
         "--coder-model",
         "scripted:coder",
         "--max-iterations",
@@ -110,7 +110,7 @@ def test_resume_after_sigkill(tmp_path, isolated_data_dir):
     )
     args = [
         "optimize",
-        str(EXAMPLES / "relu.py"),
+        str(FLOW_RELU),
         "--coder-model",
         "scripted:coder",
         "--max-iterations",

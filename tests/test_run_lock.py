@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from conftest import EXAMPLES, pragma_env
+from conftest import EXAMPLES, FLOW_RELU, pragma_env
 from fake_openai import FakeOpenAI
 from rich.console import Console
 
@@ -86,7 +86,7 @@ def test_a_forked_child_does_not_inherit_its_parents_lock():
 def test_optimize_resume_of_a_live_run_is_refused_and_writes_nothing(isolated_data_dir, tmp_path):
     runs.register(
         "relu-live",
-        str(EXAMPLES / "relu.py"),
+        str(FLOW_RELU),
         str(tmp_path / "out"),
         {"coder_model": "openai:fake-model", "max_iterations": 2},
     )
@@ -180,7 +180,7 @@ def test_a_graph_run_on_a_live_thread_fails_in_its_first_node_with_one_line(isol
     config = {"configurable": {"thread_id": "studio-thread"}}
     with FakeOpenAI({}) as fake, held_elsewhere("studio-thread", isolated_data_dir) as other:
         with pytest.raises(lock.RunLocked) as refused:
-            app.invoke({"problem": {"path": str(EXAMPLES / "relu.py")}}, config, context=ctx)
+            app.invoke({"problem": {"path": str(FLOW_RELU)}}, config, context=ctx)
         assert f"run studio-thread is being advanced by pid {other.pid}" in str(refused.value)
         assert not fake.requests
     state = app.get_state(config)

@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, pragma_env
+from conftest import FLOW_RELU, pragma_env
 from fake_openai import FakeOpenAI
 from test_kill_each_node import cli, kill, script, state_of, wait_for
 
@@ -64,7 +64,7 @@ def test_beam_round_killed_twice_mid_round_resumes_without_repeats_and_draws_the
         def start(*args: str) -> subprocess.Popen:
             return subprocess.Popen(cli(*args), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
-        proc = start("optimize", str(EXAMPLES / "relu.py"), *ARGS, "--out", str(out_dir))
+        proc = start("optimize", str(FLOW_RELU), *ARGS, "--out", str(out_dir))
         thread_id = proc.stdout.readline().split()[1]
         # Kill 1: coder:1's candidate is saved as a pending write of the round's step, coder:2 hangs.
         wait_for(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from conftest import EXAMPLES
+from conftest import FLOW_RELU
 from fake_openai import FakeOpenAI
 from langchain_core.messages import HumanMessage, SystemMessage
 
@@ -24,8 +24,8 @@ extern "C" void pragma_kernel(const float* x, int64_t x_dim0, int64_t x_dim1,
 
 RELU_PROBED = {
     "name": "relu",
-    "path": str(EXAMPLES / "relu.py"),
-    "source": (EXAMPLES / "relu.py").read_text(),
+    "path": str(FLOW_RELU),
+    "source": (FLOW_RELU).read_text(),
     "inputs": [{"kind": "tensor", "shape": [1000, 8191], "dtype": "float32"}],
     "init_inputs": [],
     "outputs": {"container": "", "items": [{"kind": "tensor", "shape": [1000, 8191], "dtype": "float32"}]},
