@@ -34,6 +34,8 @@ extern "C" void pragma_kernel(const float* x, int64_t x_dim0, int64_t x_dim1,
     }
 }
 """
+# What the Coder keeps of a reply holding GATHER_CPP: PRAGMA adds the standard headers it lacks.
+GATHERED = glue.with_standard_headers(GATHER_CPP.strip() + "\n")
 
 ROW_STATS_CPP = r"""
 #include <cstdint>
@@ -201,8 +203,18 @@ def test_problems_a_lone_kernel_cannot_serve_fall_back(change, reason):
 
 def test_extract_kernel_takes_the_cpp_block_defining_the_entry():
     reply = "Explanation.\n```cpp\nint helper();\n```\nThen:\n```cpp\n" + GATHER_CPP + "```\n"
-    assert glue.extract_kernel(reply).strip() == GATHER_CPP.strip()
-    assert glue.extract_kernel("```cpp\n" + GATHER_CPP).strip() == GATHER_CPP.strip()  # cut at max_tokens
+    full = glue.with_standard_headers(GATHER_CPP.strip() + "\n")
+    assert glue.extract_kernel(reply).strip() == full.strip()
+    assert glue.extract_kernel("```cpp\n" + GATHER_CPP).strip() == full.strip()  # cut at max_tokens
+
+
+def test_the_standard_headers_a_model_forgets_are_added_once():
+    cpp = 'extern "C" void pragma_kernel(const float* x, float* y, int64_t n) {\n'
+    cpp += "    for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / (1.0f + std::exp(-x[i]));\n}\n"
+    got = glue.extract_kernel(f"```cpp\n{cpp}```")
+    assert got.startswith("#include <cmath>\n") and got.endswith(cpp) and got.count("#include <cmath>") == 1
+    assert glue.with_standard_headers(got) == got
+    assert glue.with_standard_headers("#include  <cmath>\n" + cpp).count("<cmath>") == 1
     with pytest.raises(glue.KernelExtractionError):
         glue.extract_kernel("```python\nclass ModelNew: pass\n```")
 
@@ -230,7 +242,7 @@ def test_coder_in_kernel_format_wraps_the_reply_and_the_verifier_accepts_it(monk
     runtime, seen = _coder_runtime(monkeypatch, script, candidate_format="kernel")
     update = coder.coder({"problem": probed["gather_scale"], "iteration": 0}, runtime)
     cand = update["candidate"]
-    assert cand["format"] == "kernel" and cand["kernel"].strip() == GATHER_CPP.strip()
+    assert cand["format"] == "kernel" and cand["kernel"].strip() == GATHERED.strip()
     assert "<signature>" in seen[0] and "int64_t shift" in seen[0] and "class ModelNew" not in seen[0]
     assert verify_candidate(probed["gather_scale"]["path"], cand["code"], _ctx())["status"] == "ok"
 
@@ -310,4 +322,4 @@ def test_full_kernel_format_run_repairs_by_rules_exports_and_remembers(monkeypat
     best = (tmp_path / "out" / "best.py").read_text()
     assert glue.GLUE_MARKER in best and "(float)alpha + (float)shift" in best
     row = next(r for r in kernels.listing() if r["name"] == "gather_scale")
-    assert row["origin"] == "run" and row["format"] == "kernel" and row["code"].strip() == GATHER_CPP.strip()
+    assert row["origin"] == "run" and row["format"] == "kernel" and row["code"].strip() == GATHERED.strip()

@@ -417,15 +417,27 @@ class KernelExtractionError(ValueError):
     """The reply holds no C++ block defining the entry point."""
 
 
+# Headers a kernel's C++ may use without naming them: small models write std::exp or
+# std::max and forget the include (the embedded model's sigmoid failed to compile twice in four
+# attempts on "'exp' is not a member of 'std'"). Including them changes nothing else.
+STANDARD_HEADERS = ("<cmath>", "<cstdint>", "<cstddef>", "<algorithm>", "<limits>")
+
+
+def with_standard_headers(cpp: str) -> str:
+    """``cpp`` with the standard headers it does not include yet prepended."""
+    missing = [h for h in STANDARD_HEADERS if not re.search(rf"#\s*include\s*{re.escape(h)}", cpp)]
+    return "".join(f"#include {h}\n" for h in missing) + cpp if missing else cpp
+
+
 def extract_kernel(reply: str, entry: str = ENTRY) -> str:
     """The last fenced C/C++ block that defines ``entry`` (an unterminated last fence counts: a
-    reply cut at max_tokens may still hold the whole function)."""
+    reply cut at max_tokens may still hold the whole function), with the standard headers."""
     from pragma.tools.extract import strip_reasoning
 
     text = strip_reasoning(reply)
     blocks = [body for lang, body in FENCE.findall(text) if lang.lower() in CPP_LANGS and entry in body]
     if blocks:
-        return blocks[-1].strip() + "\n"
+        return with_standard_headers(blocks[-1].strip() + "\n")
     if entry in text and "```" not in text and "{" in text:
-        return text.strip() + "\n"  # bare code, no fence
+        return with_standard_headers(text.strip() + "\n")  # bare code, no fence
     raise KernelExtractionError(f'the reply contains no C++ code block defining extern "C" void {entry}(...)')
