@@ -8,8 +8,9 @@ candidates per round, written in parallel, over a lineage tree.
 - ``plan`` (no LLM) picks the round's N expansions with the policy (``POLICIES``): a parent in the
   lineage tree (or none: a fresh start), what to do with it (refine a correct one, repair a failed
   one) and the guidance its review produced.
-- ``expand`` is the Coder, called once per expansion in parallel through LangGraph ``Send``; the
-  candidates join in state through the ``drafts`` reducer.
+- ``expand`` is the Coder, called once per expansion in parallel through LangGraph ``Send``; a
+  kernel-format candidate's C++ is compiled there too (in the sandbox, into the build cache), so
+  the round compiles in parallel; the candidates join in state through the ``drafts`` reducer.
 - ``verify_next`` verifies the round's candidates one after another (the machine's timing slot;
   each against the historical best as it stands, so two good candidates in one round cannot both
   be crowned on the same evidence), one candidate per graph step, so a run killed mid-round and
@@ -24,6 +25,7 @@ The historical best is always the verifier's accepted best (``keep_best``), what
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -37,6 +39,8 @@ from pragma.nodes.conductor import conductor
 from pragma.nodes.profiler import _best_update, _remember, profile_candidate
 from pragma.nodes.repair import repair
 from pragma.nodes.verifier import verifier
+from pragma.tools import glue
+from pragma.tools.verify import prebuild_kernel
 
 # Failure details a review's repair needs (the verifier's attempt record leaves them out: large).
 FAILURE_TAIL_CHARS = 3000
@@ -282,6 +286,13 @@ def expand(payload: PragmaState, runtime: Runtime[Context]) -> dict:
         "round": item["round"],
     }
     update.pop("iteration", None)  # parallel branches: verify_next advances the count
+    if candidate.get("format") == "kernel" and candidate.get("kernel"):
+        # The round's candidates compile here, in parallel; verify_next then finds the build.
+        started = time.monotonic()
+        candidate["prebuild"] = prebuild_kernel(
+            payload["problem"]["path"], candidate["kernel"], glue.ENTRY, runtime.context
+        )
+        candidate["prebuild_s"] = round(time.monotonic() - started, 3)
     return {**update, "drafts": [candidate]}
 
 

@@ -129,6 +129,26 @@ def test_generated_module_passes_the_real_verifier(probed, name, cpp):
 
 
 @pytest.mark.integration
+def test_a_prebuilt_kernel_is_the_build_its_verification_loads(probed, isolated_data_dir):
+    # Issue 16: a search round compiles its kernel-format candidates in parallel (nodes/search.py
+    # expand), in the sandbox, into the cache the verification then loads from.
+    from pragma.tools.verify import build_env, prebuild_kernel
+
+    cpp = GATHERED.replace("(float)alpha", "(float)(alpha * 1.0)")  # a source no other test built
+    assert prebuild_kernel(probed["gather_scale"]["path"], cpp, glue.ENTRY, _ctx()) == "ok"
+    cache = Path(build_env()["PRAGMA_BUILD_DIR"])
+    [built] = list(cache.glob(f"{glue.ENTRY}_*.so"))
+    mtime = built.stat().st_mtime_ns
+    code = glue.module_source(glue.kernel_spec(probed["gather_scale"]), cpp)
+    result = verify_candidate(probed["gather_scale"]["path"], code, _ctx())
+    assert result["status"] == "ok", result["message"]
+    assert [b["so_path"] for b in result["builds"] if b.get("kind") == "cext"] == [str(built)]
+    assert built.stat().st_mtime_ns == mtime  # loaded, not rebuilt
+    broken = cpp.replace("int64_t shift", "int64_t shift,,")
+    assert prebuild_kernel(probed["gather_scale"]["path"], broken, glue.ENTRY, _ctx()) == "compile_error"
+
+
+@pytest.mark.integration
 def test_a_wrong_kernel_in_the_glue_is_a_mismatch(probed):
     wrong = GATHER_CPP.replace("(float)alpha + (float)shift", "(float)alpha")  # forgets the shift
     result = verify_candidate(

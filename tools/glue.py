@@ -290,6 +290,12 @@ def _py_string(text: str) -> str:
     return repr(text)
 
 
+def compiled_source(cpp: str) -> str:
+    """The exact ``CPP_SOURCE`` string the generated module passes to ``load_cpp`` (the build
+    cache's key: a prebuild must compile this very string)."""
+    return str(ast.literal_eval(_py_string(cpp.strip("\n") + "\n")))
+
+
 def module_source(spec: dict[str, Any], cpp: str) -> str:
     """The ``ModelNew`` module around the C++ translation unit ``cpp`` (an ordinary candidate)."""
     inputs = [a for a in spec["args"] if a["role"] in ("input", "scalar")]

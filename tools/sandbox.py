@@ -417,7 +417,7 @@ def run_worker(
             (workdir / name).write_text(text)
         ns_prefix, has_pid_ns, ns_desc = namespaces()
         ns_desc = dict(ns_desc)
-        if request.get("mode") == "verify":
+        if request.get("mode") in ("verify", "build"):  # build: g++ on untrusted source (#include "/proc/...")
             if mount_proc_permitted():
                 # The sandbox sees only its own processes: no host environ or cmdline to read.
                 ns_prefix = (*ns_prefix, *MOUNT_PROC)

@@ -306,3 +306,25 @@ def verify_candidate(
         "statistics": round(time.monotonic() - t_stats, 4),
     }
     return _finite(res)
+
+
+def prebuild_kernel(problem_path: str, cpp: str, entry: str, ctx: Context) -> str:
+    """Compile a kernel-format candidate's C++ into the build cache, in the sandbox, the way its
+    generated module will (tools/glue.py: ``load_cpp(CPP_SOURCE, name=entry)``, the same string), so that its
+    verification finds the build. Why: a search round's candidates then compile in parallel while
+    their verifications run one after another. Returns the build's status; its errors are the
+    verification's to report. CPU backend only ('skipped' otherwise)."""
+    if ctx.backend != "cpu":
+        return "skipped"
+    from pragma.tools.glue import compiled_source
+
+    req = {**request_for(problem_path, ctx, "build"), "cpp_source": compiled_source(cpp), "cpp_name": entry}
+    outcome = sandbox.run_worker(
+        req,
+        compile_timeout_s=ctx.compile_timeout_s,
+        run_timeout_s=ctx.run_timeout_s,
+        memory_limit_bytes=ctx.memory_limit_bytes,
+        num_threads=ctx.num_threads,
+        extra_env=build_env(),
+    )
+    return str((outcome.result or {}).get("status") or f"failed ({outcome.last_phase})")

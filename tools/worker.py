@@ -1,4 +1,5 @@
-"""Runs inside the sandbox for the profiler and the problem probe: load the problem and a candidate
+"""Runs inside the sandbox for the profiler, the problem probe and prebuilds (``mode`` build: a
+kernel's C++ compiled into the build cache): load the problem and a candidate
 in one process and measure (it never decides a verdict; verification is ``pragma.tools.judge``,
 which keeps candidate code in separate runner processes).
 
@@ -225,6 +226,16 @@ def main(request_path: str) -> int:
     builds: list[dict[str, Any]] = cext.BUILDS
     if req["mode"] == "probe":
         _write_result(workdir, {**_probe(req, workdir), "isolation": isolation})
+        return 0
+    if req["mode"] == "build":
+        # A kernel-format candidate's C++ into the shared build cache, before its verification
+        # (a search round's candidates compile in parallel): g++ only, no torch, nothing run.
+        try:
+            cext.build_cpp(str(req["cpp_source"]), name=str(req["cpp_name"]))
+            built = {"status": "ok", "message": "built"}
+        except Exception as exc:  # the verification reports it in full
+            built = {"status": "compile_error", "message": f"{type(exc).__name__}: {str(exc)[-2000:]}"}
+        _write_result(workdir, {**built, "builds": builds, "isolation": isolation})
         return 0
     from pragma.tools import region
 
