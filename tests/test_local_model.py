@@ -54,3 +54,41 @@ def test_embedded_model_starts_answers_and_drives_a_run(monkeypatch, tmp_path):
     server.stop()
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+PARENT = """
+import os, subprocess, sys, threading
+from pragma.nodes.local_model import spawn_tied
+kids = []
+def work():  # a worker thread, as LangGraph runs nodes: it ends before the process does
+    kids.append(spawn_tied([sys.executable, "-c", "import time; time.sleep(300)"], stdin=subprocess.DEVNULL))
+t = threading.Thread(target=work)
+t.start()
+t.join()
+print(kids[0].pid, flush=True)
+threading.Event().wait(1.0)  # the starting thread is gone; the child must still live
+print("alive" if kids[0].poll() is None else "dead", flush=True)
+os._exit(0)  # no atexit: only the kernel's parent-death signal can stop the child now
+"""
+
+
+@pytest.mark.integration
+def test_a_server_started_from_a_worker_thread_dies_with_its_process_however_it_ends():
+    # Six embedded-model servers outlived their eval jobs (started off the main thread, the jobs
+    # ended without atexit): 24 GiB of RSS on a 24 GiB machine.
+    import subprocess
+    import sys
+    import time
+
+    done = subprocess.run([sys.executable, "-c", PARENT], capture_output=True, text=True, timeout=60)
+    pid_text, state = done.stdout.split()
+    assert state == "alive", done.stderr  # not killed when its starting thread ended
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    os.kill(int(pid_text), 9)
+    pytest.fail("the child outlived its parent process")
