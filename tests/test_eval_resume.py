@@ -121,7 +121,11 @@ def test_resume_after_sigkill_mid_suite_loses_no_finished_attempt(tmp_path, isol
     # round's finished call, coder:1, is not made again).
     assert not [c for c in after if c[0] == "huber_elementwise"]
     assert [c for c in after if c[0] == "leaky_relu"] == [("leaky_relu", "coder", 2)]
-    assert [c for c in after if c[0] == "max_reduction"][0] == ("max_reduction", "coder", 1)
+    # max_reduction (pending at the kill) starts afresh; its round's two Coder calls run in parallel,
+    # so they may be logged in either order, each once.
+    fresh = [c for c in after if c[0] == "max_reduction"]
+    assert {("max_reduction", "coder", 1), ("max_reduction", "coder", 2)} <= set(fresh)
+    assert len(fresh) == len(set(fresh)), fresh
     final = {(a["problem"], a["iteration"]): a for a in db.attempts("killed")}
     assert set(final) == {(p, i) for p in problems for i in (1, 2)}
     for key, row in before.items():  # recorded before the kill, kept as they were

@@ -140,6 +140,12 @@ def sandbox_env(workdir: Path, num_threads: int, extra: dict[str, str] | None = 
         MKL_NUM_THREADS=str(num_threads),
         PYTHONDONTWRITEBYTECODE="1",
         PYTHONUNBUFFERED="1",
+        # torch puts its allocations of 2 MiB and more on transparent huge pages (2 MiB aligned,
+        # madvise). Every runner keeps its heap (tools/spawn.py: steady_heap), so its outputs sit on
+        # the same physical pages call after call; on 4 KiB pages that placement was a bias fixed per
+        # process (the same ReLU kernel read +-7.0% and +-9.9% over 5 verifications, 0.89-1.09x of
+        # itself), on huge pages +-2.2% and +-3.8% (bench_verifier, 2-core VM, load 0.8-1.0).
+        THP_MEM_ALLOC_ENABLE="1",
     )
     env.update(extra or {})
     return env
