@@ -14,7 +14,7 @@ from pragma.eval import baselines
 from pragma.eval.suites import load_suite
 from pragma.graph.context import resolve_context
 
-pytestmark = pytest.mark.integration  # starts sandboxes/processes (tests/conftest.py)
+pytestmark = [pytest.mark.integration, pytest.mark.timing]  # starts sandboxes/processes (tests/conftest.py)
 
 HOLD_S = 12.0
 HOLDER = (

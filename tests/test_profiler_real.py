@@ -22,7 +22,7 @@ from pragma.tools.profilers import callgrind, mca, perf_stat
 from pragma.tools.profilers.cpu import profile_candidate, render_profile
 from pragma.tools.profilers.metrics import DEFAULT_CPU_METRICS
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timing]
 PROBLEMS = Path(__file__).parent / "data" / "problems"
 needs_valgrind = pytest.mark.skipif(callgrind.valgrind_binary() is None, reason="valgrind not installed")
 

@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT
 from test_verifier_redteam import ADVERSARIAL, _field, _problem, run_verify
 
-pytestmark = pytest.mark.integration  # starts sandboxes/processes (tests/conftest.py)
+pytestmark = [pytest.mark.integration, pytest.mark.timing]  # starts sandboxes/processes (tests/conftest.py)
 
 TWIN_FACTOR = 1.3
 QUIET = ["--set", "static_checks=false"]

@@ -11,7 +11,7 @@ import pytest
 
 from pragma.tools import timing_slot
 
-pytestmark = pytest.mark.integration  # starts sandboxes/processes (tests/conftest.py)
+pytestmark = [pytest.mark.integration, pytest.mark.timing]  # starts sandboxes/processes (tests/conftest.py)
 
 HOLDER = """
 import sys, time

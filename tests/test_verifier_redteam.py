@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import CANDIDATES, EXAMPLES, pragma_env
 
-pytestmark = pytest.mark.integration  # starts sandboxes/processes (tests/conftest.py)
+pytestmark = [pytest.mark.integration, pytest.mark.timing]  # starts sandboxes/processes (tests/conftest.py)
 
 ADVERSARIAL = Path(__file__).parent / "data" / "adversarial"
 QUICK = ["--set", "timed_calls=10", "--set", "warmup_calls=2", "--set", "warmup_s=0.05"]

@@ -15,7 +15,7 @@ from pragma.graph.state import keep_best
 from pragma.tools import measure, physical, stats
 from pragma.tools.verify import _accept, empty_result, verify_candidate
 
-pytestmark = pytest.mark.integration  # starts sandboxes/processes (tests/conftest.py)
+pytestmark = [pytest.mark.integration, pytest.mark.timing]  # starts sandboxes/processes (tests/conftest.py)
 
 RELU = str(EXAMPLES / "relu.py")
 

@@ -12,7 +12,7 @@ from pragma.graph.context import resolve_context
 from pragma.tools import freshen, physical
 from pragma.tools.verify import verify_candidate
 
-pytestmark = pytest.mark.integration  # starts sandboxes/processes (tests/conftest.py)
+pytestmark = [pytest.mark.integration, pytest.mark.timing]  # starts sandboxes/processes (tests/conftest.py)
 
 RELU = str(EXAMPLES / "relu.py")
 RELU_FAST = (CANDIDATES / "relu_fast.py").read_text()
