@@ -114,7 +114,24 @@ def rule_hint(rule: str, detail: str = "", fmt: str = "module") -> str:
 # The compiler errors a small model makes most, each with what to do (name quoted as g++ does).
 # Seen with the embedded model: a kernel copied from the memory of verified kernels without its
 # `int64_t i = 0;` line, repaired four times in a row with the generic hint.
+# Python names in C++ (the embedded model wrote `out0[i] = F.elu(x[i], alpha=1.0);` and
+# `torch.relu(x[i])`, and, told to "declare `F` before its first use", wrote the same line again).
+PYTHON_NAMES = ("torch", "F", "nn", "np", "numpy", "math", "self", "tensor", "functional")
+PYTHON_IN_CPP = (
+    "`{0}` is Python (PyTorch), and C++ cannot call it: compute the operator's formula element by element "
+    "in plain C++ with <cmath> (`torch.relu(v)` becomes `v > 0.0f ? v : 0.0f`, `torch.exp(v)` becomes "
+    "`std::exp(v)`, `torch.sigmoid(v)` becomes `1.0f / (1.0f + std::exp(-v))`; named arguments such as "
+    "`alpha=1.0` become plain values)"
+)
 COMPILER_FIXES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"[‘'`](" + "|".join(PYTHON_NAMES) + r")[’'`] was not declared in this scope"), PYTHON_IN_CPP),
+    (
+        re.compile(
+            r"[‘'`](?:\w+)[’'`] in namespace [‘'`]std[’'`] does not name a type|[‘'`]\w+[’'`] does not name a type"
+        ),
+        "the line named above is not a C++ statement where it stands (text copied from a comment, or code "
+        "outside any function): delete it, or turn it into a `//` comment",
+    ),
     (
         re.compile(r"[‘'`](\w+)[’'`] was not declared in this scope"),
         "declare `{0}` before its first use (a loop index: `int64_t {0} = 0;` before the loop, "
@@ -135,6 +152,15 @@ def compiler_fix(error_line: str) -> str:
         if m := pattern.search(error_line):
             return fix.format(*m.groups())
     return ""
+
+
+def _error_source_line(text: str, error_line: str) -> str:
+    """The source line g++ quotes under ``error_line`` (`   13 |     code`), stripped, or ''."""
+    m = re.search(r":(\d+):\d+:", error_line)
+    if not m:
+        return ""
+    quoted = re.search(rf"^\s*{m.group(1)} \|(.*)$", text, re.MULTILINE)
+    return quoted.group(1).strip()[:160] if quoted else ""
 
 
 def _first_compiler_error(text: str) -> str:
@@ -164,6 +190,8 @@ def repair_hints(result: dict[str, Any], fmt: str = "module") -> str:
         hint = STATUS_HINTS.get(status, f"the verifier reported {status}")
         if status == "compile_error" and (fix := compiler_fix(first)):
             hint = f"{fix}; {hint[0].lower()}{hint[1:]}"
+            if source := _error_source_line(f"{result.get('message', '')}\n{result.get('log_tail', '')}", first):
+                first = f"{first} (the line: `{source}`)"
         lines.append(f"{status}: {first + ' — ' if first else ''}{hint}.")
     return "\n".join(f"- {line}" for line in dict.fromkeys(lines))
 

@@ -87,6 +87,33 @@ def test_known_compiler_errors_get_a_specific_fix():
     assert "before its first use" not in hints.repair_hints({"status": "compile_error", "message": other})
 
 
+def test_python_in_the_cpp_kernel_is_named_with_the_line_and_what_to_write_instead():
+    # The embedded model's ELU (issue 14): PyTorch calls inside the C++ loop.
+    log = (
+        "CompileError: /b/pragma_kernel_3d.cpp:13:47: error: ‘F’ was not declared in this scope\n"
+        "/b/pragma_kernel_3d.cpp: In function ‘void pragma_kernel(const float*, int64_t)’:\n"
+        "/b/pragma_kernel_3d.cpp:13:47: error: ‘F’ was not declared in this scope\n"
+        "   13 |     for (int64_t i = 0; i < n; ++i) out0[i] = F.elu(x[i], alpha=1.0);\n"
+        "      |                                               ^\n"
+    )
+    text = hints.repair_hints({"status": "compile_error", "message": log}, "kernel")
+    assert "`F` is Python (PyTorch), and C++ cannot call it" in text and "std::exp" in text
+    assert "declare `F`" not in text  # the loop-index advice the model followed into the same error
+    assert "(the line: `for (int64_t i = 0; i < n; ++i) out0[i] = F.elu(x[i], alpha=1.0);`)" in text
+    torch_log = "/b/k.cpp:19:19: error: 'torch' was not declared in this scope\n   19 |   out0[i] = torch.relu(x[i]);\n"
+    assert "`torch` is Python" in hints.repair_hints({"status": "compile_error", "message": torch_log})
+    # Comment text pasted as code (copied from a verified kernel's comment).
+    prose = (
+        "/b/k.cpp:14:6: error: ‘max’ in namespace ‘std’ does not name a type\n"
+        '   14 | std::max under "#pragma omp simd" made g++ emit a branchy scalar loop (38 ms).\n'
+    )
+    text = hints.repair_hints({"status": "compile_error", "message": prose}, "kernel")
+    assert "not a C++ statement" in text and "`//` comment" in text and "std::max under" in text
+    # A C++ name the model forgot stays the loop-index advice.
+    plain = "/b/k.cpp:8:12: error: 'i' was not declared in this scope\n"
+    assert "declare `i` before its first use" in hints.repair_hints({"status": "compile_error", "message": plain})
+
+
 def test_kernel_format_rewords_python_side_findings():
     text = hints.rule_hint("no_torch_compute", "line 9: calls .relu()", fmt="kernel")
     assert "line 9: calls .relu()" in text and "C++ function" in text
