@@ -100,7 +100,7 @@ def run(
                 raise UserError("--max-iterations must be at least 1")
             from pragma.graph.runner import check_models
 
-            check_models(ctx)
+            check_models(ctx, start_local=False)  # each job starts its own embedded server
             settings = harness.RunSettings(
                 workers=workers or 2,
                 problem_budget_s=budget_s,

@@ -16,11 +16,24 @@ from pragma.graph.report import write_outputs
 from pragma.nodes import chat, llm
 
 
-def check_models(ctx: Context, console: Console | None = None) -> None:
+def check_models(ctx: Context, console: Console | None = None, *, start_local: bool = True) -> None:
     """Fail before any work when a role has no usable model (one-line LLMError). Loading the
-    embedded model takes a while on first use: say so rather than sit silent."""
+    embedded model takes a while on first use: say so rather than sit silent.
+
+    ``start_local=False`` (``pragma eval``, whose jobs each start their own server) only checks that
+    the embedded model is installed: a server started here sat idle in the harness, ~2 GB, all run."""
     start = time.monotonic()
     local = llm.is_local(ctx.coder_model, "coder") and not ctx.coder_model.startswith("replay:")
+    if not start_local:
+        for spec, role in ((ctx.coder_model, "coder"), (ctx.conductor_model or ctx.coder_model, "conductor")):
+            if (spec or llm.default_spec(role)).partition(":")[0] == "local":  # default_spec raises if none
+                from pragma.nodes import local_model
+
+                if not local_model.is_installed():
+                    raise llm.LLMNotConfigured(llm.not_configured_message())
+            else:
+                llm.load_chat_model(spec, role=role, timeout_s=ctx.llm_timeout_s)
+        return
     if local and console is not None:
         console.print("loading the embedded model (llama.cpp, Qwen2.5-Coder-1.5B) ...")
     llm.load_chat_model(ctx.coder_model, role="coder", timeout_s=ctx.llm_timeout_s)

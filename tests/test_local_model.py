@@ -29,6 +29,26 @@ def test_empty_model_setting_without_the_embedded_model_names_the_settings(monke
         llm.load_chat_model("", role="coder")
 
 
+def test_eval_checks_the_embedded_model_without_starting_a_server(monkeypatch):
+    # pragma eval's jobs each start their own server; one started by the harness's check sat idle.
+    from pragma.graph.context import resolve_context
+    from pragma.graph.runner import check_models
+
+    def started():
+        raise AssertionError("a server was started for the check")
+
+    monkeypatch.setattr(local_model, "shared_server", started)
+    monkeypatch.setattr(local_model, "is_installed", lambda: True)
+    monkeypatch.delenv("PRAGMA_LOCAL_MODEL")
+    ctx = resolve_context()  # no endpoint: both roles fall back to the embedded model
+    check_models(ctx, start_local=False)
+    with pytest.raises(AssertionError, match="a server was started"):
+        check_models(ctx)  # pragma optimize does start it (and says so)
+    monkeypatch.setattr(local_model, "is_installed", lambda: False)
+    with pytest.raises(llm.LLMNotConfigured):
+        check_models(ctx, start_local=False)
+
+
 @pytest.mark.integration
 @pytest.mark.local_model
 def test_embedded_model_starts_answers_and_drives_a_run(monkeypatch, tmp_path):
