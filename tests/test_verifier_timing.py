@@ -167,3 +167,17 @@ def test_a_second_pair_of_runners_must_confirm_an_acceptance():
     assert not decision and "not in a second pair, CI [0.970, 1.030]" in reason
     # No confirmation ran (a clear win, or no second pair): the first pair decides alone.
     assert _accept(ok_result(speedup_vs_best_ci=first, confirmation={}), True, best_speedup=1.5, margin=0.08)[0]
+
+
+def test_a_mismatch_shows_the_first_wrong_elements_with_the_inputs_there():
+    # A ReLU written for an ELU: the message names where, what was expected, what came back, and the
+    # input there (an input of another shape is left out).
+    x = torch.tensor([[0.5, -1.0, 2.0], [-0.25, 1.0, -3.0]])
+    ref, relu = torch.nn.functional.elu(x), torch.relu(x)
+    got = measure.compare(ref, relu, 1e-4, 1e-4, inputs=[x, torch.ones(7)])
+    assert not got["ok"] and "3 of 6 elements differ" in got["message"]
+    assert (
+        "first: at [0, 1]: expected -0.6321, got 0 (input 0 there: -1); at [1, 0]: expected -0.2212" in got["message"]
+    )
+    assert "input 1" not in got["message"]
+    assert "first:" not in measure.compare(ref, relu, 1e-4, 1e-4)["message"]  # without inputs, as before

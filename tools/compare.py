@@ -57,8 +57,30 @@ def _close(n: torch.Tensor, r: torch.Tensor, a_tol: float, r_tol: float) -> tupl
     return close, float(finite.max()), float(finite.mean())
 
 
-def compare(ref_out: Any, new_out: Any, atol: float, rtol: float) -> dict[str, Any]:
-    """Compare outputs; returns ok, message and the max/mean absolute difference."""
+def _examples(n: torch.Tensor, r: torch.Tensor, close: torch.Tensor, inputs: list[Any], k: int = 2) -> str:
+    """The first ``k`` differing elements: index, expected, got, and the value of every input of the
+    same shape there. A repair needs a concrete case more than a count: the embedded model, told
+    "4098971 of 8198000 elements differ", rewrote its ReLU for an ELU twice; "at [0, 1]: expected
+    -0.4512, got 0 (input 0 there: -0.6001)" says which values it gets wrong."""
+    flat = torch.nonzero(~close.reshape(-1))[:k, 0].tolist()
+    parts = []
+    for pos in flat:
+        index = list(torch.unravel_index(torch.tensor(pos), tuple(n.shape))) if n.dim() else []
+        where = "[" + ", ".join(str(int(i)) for i in index) + "]"
+        there = [
+            f"input {j} there: {float(x.reshape(-1)[pos]):.4g}"
+            for j, x in enumerate(inputs)
+            if isinstance(x, torch.Tensor) and tuple(x.shape) == tuple(n.shape) and x.is_floating_point()
+        ]
+        got = f"at {where}: expected {float(r.reshape(-1)[pos]):.4g}, got {float(n.reshape(-1)[pos]):.4g}"
+        parts.append(got + (f" ({'; '.join(there[:2])})" if there else ""))
+    return "; ".join(parts)
+
+
+def compare(ref_out: Any, new_out: Any, atol: float, rtol: float, inputs: list[Any] | None = None) -> dict[str, Any]:
+    """Compare outputs; returns ok, message and the max/mean absolute difference. With ``inputs``
+    (the call's), a mismatch's message also shows the first differing elements with the inputs'
+    values there (inputs of the output's shape only)."""
     refs, news = tensors_of(ref_out), tensors_of(new_out)
     if len(refs) != len(news):
         return {"ok": False, "message": f"expected {len(refs)} outputs, got {len(news)}"}
@@ -89,7 +111,8 @@ def compare(ref_out: Any, new_out: Any, atol: float, rtol: float) -> dict[str, A
                 "max_abs_diff": max_abs,
                 "mean_abs_diff": mean_abs,
                 "message": f"output {i}: {bad} of {n.numel()} elements differ beyond atol={a_tol}, "
-                f"rtol={r_tol} (max abs diff {max_abs:.3g}{nan_note})",
+                f"rtol={r_tol} (max abs diff {max_abs:.3g}{nan_note})"
+                + (f"; first: {_examples(n, r, close, inputs)}" if inputs is not None else ""),
             }
     return {"ok": True, "max_abs_diff": max_abs, "mean_abs_diff": mean_abs, "message": "outputs match"}
 

@@ -525,7 +525,7 @@ class Judge:
             raise self.v.reject("fresh_output", f"{label}: {overlap[:200]}")
         # One comparison per call, reused below (``out`` is the judge's own copy: it cannot change).
         # At 8M elements each comparison costs ~25 ms; three per call were a fifth of the check phase.
-        cmp = cmp_mod.compare(ref_out, out, self.atol if atol is None else atol, self.rtol)
+        cmp = cmp_mod.compare(ref_out, out, self.atol if atol is None else atol, self.rtol, inputs=masters)
         if not settle_s and not cmp["ok"]:
             # A wrong answer that is still changing is work finishing after forward returned (a
             # thread racing the fetch): say so, rather than call it a wrong kernel by luck of timing.
