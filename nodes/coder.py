@@ -128,6 +128,15 @@ def _human(state: PragmaState, ctx: Context, fmt: str, spec: dict[str, Any] | No
     return origin, human
 
 
+def _formulas_section(problem: dict) -> str:
+    """The definitions of the operators the problem's source calls (knowledge/formulas.py): a
+    kernel-format Coder writes the math itself, and a small model often does not know it."""
+    from pragma.knowledge import formulas
+
+    text = formulas.render(problem.get("source") or "")
+    return prompts.FORMULAS_SECTION.format(formulas=text) if text else ""
+
+
 def _memory_section(ctx: Context, problem: dict) -> str:
     """The most similar verified kernels (knowledge/kernels.py) within ``kernel_memory_tokens``.
     Kernels for this very problem (shipped or from an earlier run) are left out: they would be the
@@ -167,6 +176,8 @@ def coder(state: PragmaState, runtime: Runtime[Context]) -> dict:
     origin, human = _human(state, ctx, fmt, spec, attempt)
     if variant := state.get("variant"):
         human += f"\n<variant>\n{variant}\n</variant>\n"
+    if fmt == "kernel":
+        human += _formulas_section(problem)
     human += _memory_section(ctx, problem)
     # The backend decides the kernel language (C++ on cpu, Triton on gpu); the templates are shared.
     system = prompts.CODER_SYSTEM_KERNEL if fmt == "kernel" else backend_for(ctx).coder_system

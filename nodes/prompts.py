@@ -36,6 +36,8 @@ CODER_REFINE_KERNEL = load("coder_refine_kernel")
 CODER_REPAIR_KERNEL = load("coder_repair_kernel")
 # Appended to CODER_FEEDBACK (single-agent mode) in kernel format.
 KERNEL_SIGNATURE_SECTION = load("kernel_signature_section")
+# What the problem's operators compute (knowledge/formulas.py), for kernel-format candidates.
+FORMULAS_SECTION = load("formulas_section")
 # The memory of verified kernels (knowledge/kernels.py): examples, not the answer.
 VERIFIED_KERNELS_SECTION = load("verified_kernels_section")
 # Fixed, model-independent repair hints (nodes/hints.py): shown to the Conductor with the logs,

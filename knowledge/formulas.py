@@ -1,0 +1,136 @@
+"""What common PyTorch operators compute, element by element, for the Coder's prompt.
+
+Why: a kernel-format candidate must write the operator's math in C++, and a small model often does
+not know it. The embedded 1.5B model, given ``return F.elu(x, alpha=1.0)``, wrote
+``max(0, x) + exp(x - 1) / 2``, then ``exp(x)``, then ``exp(x) - 1``: five mismatches in a row for
+a one-line formula. The prompt now carries the definition of every operator the problem's source
+names, so the model transcribes a formula instead of recalling one. Written by the project from
+PyTorch's documentation (default arguments as PyTorch's), in C++ notation; tests/test_formulas.py
+compiles each element-wise entry with g++ and compares it with torch.
+
+``lookup(source)`` finds the operators a problem names (``F.elu(``, ``torch.sigmoid(``,
+``x.relu(``, ``nn.LayerNorm(``) and returns their entries, in order of first mention.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Element-wise operators: name -> (signature with PyTorch's defaults, C++ expression in v). The
+# expression is valid C++ with `using namespace std` and the signature's arguments as constants:
+# tests/test_formulas.py compiles every one with g++ and compares it with torch.
+ELEMENTWISE: dict[str, tuple[str, str]] = {
+    "relu": ("relu(v)", "v > 0 ? v : 0"),
+    "relu6": ("relu6(v)", "min(max(v, 0.0f), 6.0f)"),
+    "leaky_relu": ("leaky_relu(v, negative_slope=0.01)", "v >= 0 ? v : negative_slope * v"),
+    "elu": ("elu(v, alpha=1.0)", "v > 0 ? v : alpha * (exp(v) - 1)"),
+    "selu": ("selu(v)", "1.0507009873554805 * (v > 0 ? v : 1.6732632423543772 * (exp(v) - 1))"),
+    "celu": ("celu(v, alpha=1.0)", "max(0.0f, v) + min(0.0f, (float)(alpha * (exp(v / alpha) - 1)))"),
+    "gelu": ("gelu(v) (approximate='none', the default)", "0.5 * v * (1 + erf(v / sqrt(2.0)))"),
+    "sigmoid": ("sigmoid(v)", "1 / (1 + exp(-v))"),
+    "silu": ("silu(v)", "v / (1 + exp(-v))"),
+    "mish": ("mish(v)", "v * tanh(v > 20 ? v : log1p(exp(v)))"),
+    "softplus": ("softplus(v, beta=1.0, threshold=20.0)", "v * beta > threshold ? v : log1p(exp(beta * v)) / beta"),
+    "softsign": ("softsign(v)", "v / (1 + fabs(v))"),
+    "tanh": ("tanh(v)", "tanh(v)"),
+    "hardtanh": ("hardtanh(v, min_val=-1.0, max_val=1.0)", "min(max(v, (float)min_val), (float)max_val)"),
+    "hardsigmoid": ("hardsigmoid(v)", "min(max(v / 6 + 0.5f, 0.0f), 1.0f)"),
+    "hardswish": ("hardswish(v)", "v * min(max(v + 3, 0.0f), 6.0f) / 6"),
+    "logsigmoid": ("logsigmoid(v)", "min(v, 0.0f) - log1p(exp(-fabs(v)))"),
+    "tanhshrink": ("tanhshrink(v)", "v - tanh(v)"),
+    "softshrink": ("softshrink(v, lambd=0.5)", "v > lambd ? v - lambd : (v < -lambd ? v + lambd : 0)"),
+    "hardshrink": ("hardshrink(v, lambd=0.5)", "fabs(v) > lambd ? v : 0"),
+    "rsqrt": ("rsqrt(v)", "1 / sqrt(v)"),
+    "erf": ("erf(v)", "erf(v)"),
+}
+# Extra words after an element-wise definition.
+NOTES: dict[str, str] = {
+    "gelu": "approximate='tanh': 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)))",
+}
+# Operators over a dimension or a group of elements, in words.
+REDUCTIONS: dict[str, str] = {
+    "softmax": "softmax over dim d: m = max over d; e = exp(v - m); out = e / (sum over d of e)",
+    "log_softmax": "log_softmax over dim d: m = max over d; out = v - m - log(sum over d of exp(v - m))",
+    "layer_norm": "layer_norm over the last dims (normalized_shape), per row: mean = sum(v) / n; "
+    "var = sum((v - mean)^2) / n (biased, divide by n); out = (v - mean) / sqrt(var + eps) * weight + bias "
+    "(eps=1e-5; weight and bias have the normalized shape)",
+    "rms_norm": "rms_norm over the last dims, per row: out = v / sqrt(sum(v * v) / n + eps) * weight",
+    "batch_norm": "batch_norm, per channel c (dim 1) over the batch and every spatial position: "
+    "training mode (a module's default): mean_c = sum / count; var_c = sum((v - mean_c)^2) / count (biased); "
+    "out = (v - mean_c) / sqrt(var_c + eps) * weight[c] + bias[c] (eps=1e-5); "
+    "eval mode: running_mean[c] and running_var[c] instead of mean_c and var_c",
+    "group_norm": "group_norm(num_groups, num_channels): channels (dim 1) split into num_groups consecutive "
+    "groups; per sample and group, over its channels and spatial positions: mean, var (biased); "
+    "out = (v - mean) / sqrt(var + eps) * weight[c] + bias[c] (eps=1e-5, per channel c)",
+    "instance_norm": "instance_norm: per sample and channel, over the spatial positions: mean, var (biased); "
+    "out = (v - mean) / sqrt(var + eps) (eps=1e-5; affine=False by default: no weight or bias)",
+    "normalize": "normalize(v, p=2.0, dim=1, eps=1e-12): out = v / max(norm, eps), norm = sqrt(sum over dim of v * v) "
+    "for p=2 (sum of |v|^p, then ^(1/p), in general)",
+}
+
+
+def _definition(name: str) -> str:
+    if name in ELEMENTWISE:
+        signature, expr = ELEMENTWISE[name]
+        return f"{signature} = {expr}" + (f"; {NOTES[name]}" if name in NOTES else "")
+    return REDUCTIONS[name]
+
+
+FORMULAS: dict[str, str] = {name: _definition(name) for name in (*ELEMENTWISE, *REDUCTIONS)}
+
+# Module classes and other spellings -> FORMULAS keys.
+ALIASES: dict[str, str] = {
+    "re_lu": "relu",
+    "re_lu6": "relu6",
+    "leaky_re_lu": "leaky_relu",
+    "e_lu": "elu",
+    "se_lu": "selu",
+    "ce_lu": "celu",
+    "ge_lu": "gelu",
+    "si_lu": "silu",
+    "log_sigmoid": "logsigmoid",
+    "hard_tanh": "hardtanh",
+    "hard_sigmoid": "hardsigmoid",
+    "hard_swish": "hardswish",
+    "tanh_shrink": "tanhshrink",
+    "soft_shrink": "softshrink",
+    "hard_shrink": "hardshrink",
+    "soft_plus": "softplus",
+    "soft_sign": "softsign",
+    "soft_max": "softmax",
+    "log_soft_max": "log_softmax",
+    "batch_norm1d": "batch_norm",
+    "batch_norm2d": "batch_norm",
+    "batch_norm3d": "batch_norm",
+    "instance_norm1d": "instance_norm",
+    "instance_norm2d": "instance_norm",
+    "instance_norm3d": "instance_norm",
+    "rms_norm": "rms_norm",
+    "r_m_s_norm": "rms_norm",
+}
+
+# F.elu( / torch.sigmoid( / torch.nn.functional.gelu( / x.relu( / nn.LayerNorm( / torch.special.erf(
+_CALL = re.compile(r"(?:\b(?:F|torch|functional|nn|special)\.|\w\.)([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+
+
+def _snake(name: str) -> str:
+    """CamelCase -> snake_case the way the alias table spells it (BatchNorm2d -> batch_norm2d)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def lookup(source: str) -> list[tuple[str, str]]:
+    """(name, definition) for every operator of FORMULAS that ``source`` calls, first mention first."""
+    found: dict[str, str] = {}
+    for m in _CALL.finditer(source):
+        raw = m.group(1)
+        for key in (raw.lower(), _snake(raw)):
+            name = key if key in FORMULAS else ALIASES.get(key, "")
+            if name:
+                found.setdefault(name, FORMULAS[name])
+                break
+    return list(found.items())
+
+
+def render(source: str) -> str:
+    """One line per operator the problem names, or '' when it names none this table knows."""
+    return "\n".join(f"- {definition}" for _, definition in lookup(source))

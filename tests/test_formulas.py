@@ -1,0 +1,112 @@
+"""knowledge/formulas.py: the operator definitions a kernel-format Coder is shown.
+
+The element-wise expressions are compiled with the real g++ and compared with torch (a wrong
+formula in the prompt would teach the model a wrong kernel); the lookup is checked on the CPU
+suite's activation and normalization problems and on the spellings KernelBench problems use."""
+
+import ctypes
+import re
+import shutil
+import subprocess
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import ROOT
+
+from pragma.knowledge import formulas
+from pragma.nodes import coder, prompts
+
+SUITE = ROOT / "eval" / "suites" / "cpu"
+EXPECTED = {
+    "batch_norm_train": "batch_norm",
+    "elu": "elu",
+    "gelu_erf": "gelu",
+    "group_norm": "group_norm",
+    "l2_normalize": "normalize",
+    "layer_norm": "layer_norm",
+    "leaky_relu": "leaky_relu",
+    "log_softmax": "log_softmax",
+    "rms_norm": "rsqrt",
+    "sigmoid": "sigmoid",
+    "silu": "silu",
+    "softplus": "softplus",
+}
+
+
+@pytest.mark.parametrize("problem, name", sorted(EXPECTED.items()))
+def test_each_activation_and_normalization_problem_gets_its_operator(problem, name):
+    assert name in [n for n, _ in formulas.lookup((SUITE / f"{problem}.py").read_text())]
+
+
+def test_spellings_of_one_operator_and_operators_it_does_not_know():
+    src = "self.a = nn.LayerNorm(8)\nself.b = nn.BatchNorm2d(3)\nself.c = nn.ELU()\ny = x.relu()\n"
+    src += "z = torch.nn.functional.gelu(y)\nw = nn.GELU()(z)\n"
+    assert [n for n, _ in formulas.lookup(src)] == ["layer_norm", "batch_norm", "elu", "relu", "gelu"]
+    assert formulas.lookup("return torch.matmul(a, b) + x.sum(dim=1)") == []
+    assert formulas.render("return a @ b") == ""
+
+
+def test_the_kernel_prompt_carries_the_definition_and_a_module_prompt_does_not_need_it():
+    section = coder._formulas_section({"source": (SUITE / "elu.py").read_text()})
+    assert section.startswith("\n<formulas ") and "elu(v, alpha=1.0) = v > 0 ? v : alpha * (exp(v) - 1)" in section
+    assert coder._formulas_section({"source": "return a @ b"}) == ""
+    assert "formulas" in prompts.FORMULAS_SECTION
+
+
+TORCH = {
+    "relu": torch.relu,
+    "relu6": F.relu6,
+    "leaky_relu": F.leaky_relu,
+    "elu": F.elu,
+    "selu": F.selu,
+    "celu": F.celu,
+    "gelu": F.gelu,
+    "sigmoid": torch.sigmoid,
+    "silu": F.silu,
+    "mish": F.mish,
+    "softplus": F.softplus,
+    "softsign": F.softsign,
+    "tanh": torch.tanh,
+    "hardtanh": F.hardtanh,
+    "hardsigmoid": F.hardsigmoid,
+    "hardswish": F.hardswish,
+    "logsigmoid": F.logsigmoid,
+    "tanhshrink": F.tanhshrink,
+    "softshrink": F.softshrink,
+    "hardshrink": F.hardshrink,
+    "rsqrt": torch.rsqrt,
+    "erf": torch.erf,
+}
+
+
+def test_every_elementwise_operator_has_a_torch_twin_here():
+    assert set(TORCH) == set(formulas.ELEMENTWISE)
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+def test_every_elementwise_formula_compiled_with_gpp_matches_torch(tmp_path):
+    functions = []
+    for name, (signature, expr) in formulas.ELEMENTWISE.items():
+        consts = "".join(
+            f"    const float {arg} = {value};\n" for arg, value in re.findall(r"(\w+)=(-?[0-9.]+)", signature)
+        )
+        functions.append(
+            f'extern "C" void f_{name}(const float* x, float* y, long n) {{\n{consts}'
+            f"    for (long i = 0; i < n; ++i) {{ const float v = x[i]; y[i] = (float)({expr}); }}\n}}\n"
+        )
+    src = tmp_path / "formulas.cpp"
+    src.write_text("#include <cmath>\n#include <algorithm>\nusing namespace std;\n" + "\n".join(functions))
+    lib_path = tmp_path / "formulas.so"
+    subprocess.run(["g++", "-O1", "-shared", "-fPIC", "-o", str(lib_path), str(src)], check=True, timeout=120)
+    lib = ctypes.CDLL(str(lib_path))
+    gen = torch.Generator().manual_seed(0)
+    x = torch.cat([torch.randn(4000, generator=gen) * 4, torch.tensor([0.0, -0.5, 0.5, 1.0, -1.0, 25.0, -25.0])])
+    for name, reference in TORCH.items():
+        inp = x.abs() + 0.1 if name == "rsqrt" else x
+        out = torch.empty_like(inp)
+        fn = getattr(lib, f"f_{name}")
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long]
+        fn(inp.data_ptr(), out.data_ptr(), inp.numel())
+        torch.testing.assert_close(out, reference(inp), atol=1e-5, rtol=1e-5, msg=lambda m, n=name: f"{n}: {m}")
