@@ -146,10 +146,19 @@ COMPILER_FIXES: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
-def compiler_fix(error_line: str) -> str:
-    """The specific fix for a known compiler error, or ''."""
+# An undeclared name used as a function (`inv_sqrt(v)`): the loop-index advice would be wrong.
+UNDECLARED_FUNCTION = (
+    "`{0}(...)` calls a function that does not exist: write its math inline (`1.0f / std::sqrt(v)`, "
+    "`std::exp(v)`, `std::max(a, b)`) or define `{0}` above pragma_kernel"
+)
+
+
+def compiler_fix(error_line: str, source_line: str = "") -> str:
+    """The specific fix for a known compiler error, or ''. ``source_line``: the line g++ quotes."""
     for pattern, fix in COMPILER_FIXES:
         if m := pattern.search(error_line):
+            if fix.startswith("declare `{0}`") and re.search(rf"\b{re.escape(m.group(1))}\s*\(", source_line):
+                return UNDECLARED_FUNCTION.format(m.group(1))
             return fix.format(*m.groups())
     return ""
 
@@ -188,9 +197,12 @@ def repair_hints(result: dict[str, Any], fmt: str = "module") -> str:
         elif status in ("runtime_error", "mismatch", "timeout"):
             first = (result.get("message") or "").strip().splitlines()[0][:300] if result.get("message") else ""
         hint = STATUS_HINTS.get(status, f"the verifier reported {status}")
-        if status == "compile_error" and (fix := compiler_fix(first)):
+        source = ""
+        if status == "compile_error":
+            source = _error_source_line(f"{result.get('message', '')}\n{result.get('log_tail', '')}", first)
+        if status == "compile_error" and (fix := compiler_fix(first, source)):
             hint = f"{fix}; {hint[0].lower()}{hint[1:]}"
-            if source := _error_source_line(f"{result.get('message', '')}\n{result.get('log_tail', '')}", first):
+            if source:
                 first = f"{first} (the line: `{source}`)"
         lines.append(f"{status}: {first + ' — ' if first else ''}{hint}.")
     return "\n".join(f"- {line}" for line in dict.fromkeys(lines))

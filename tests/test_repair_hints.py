@@ -109,6 +109,13 @@ def test_python_in_the_cpp_kernel_is_named_with_the_line_and_what_to_write_inste
     )
     text = hints.repair_hints({"status": "compile_error", "message": prose}, "kernel")
     assert "not a C++ statement" in text and "`//` comment" in text and "std::max under" in text
+    # An undeclared name called as a function is not a loop index.
+    call = (
+        "/b/k.cpp:18:60: error: ‘inv_sqrt’ was not declared in this scope\n"
+        "   18 |     out0[i] = (x[i] - m[c]) * inv_sqrt(v[c]);\n"
+    )
+    text = hints.repair_hints({"status": "compile_error", "message": call}, "kernel")
+    assert "`inv_sqrt(...)` calls a function that does not exist" in text and "int64_t inv_sqrt" not in text
     # A C++ name the model forgot stays the loop-index advice.
     plain = "/b/k.cpp:8:12: error: 'i' was not declared in this scope\n"
     assert "declare `i` before its first use" in hints.repair_hints({"status": "compile_error", "message": plain})
