@@ -105,7 +105,6 @@ ALIASES: dict[str, str] = {
     "instance_norm1d": "instance_norm",
     "instance_norm2d": "instance_norm",
     "instance_norm3d": "instance_norm",
-    "rms_norm": "rms_norm",
     "r_m_s_norm": "rms_norm",
 }
 

@@ -123,6 +123,7 @@ PYTHON_IN_CPP = (
     "`std::exp(v)`, `torch.sigmoid(v)` becomes `1.0f / (1.0f + std::exp(-v))`; named arguments such as "
     "`alpha=1.0` become plain values)"
 )
+_UNDECLARED = re.compile(r"[‘'`](\w+)[’'`] was not declared in this scope")
 COMPILER_FIXES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"[‘'`](" + "|".join(PYTHON_NAMES) + r")[’'`] was not declared in this scope"), PYTHON_IN_CPP),
     (
@@ -133,7 +134,7 @@ COMPILER_FIXES: tuple[tuple[re.Pattern[str], str], ...] = (
         "outside any function): delete it, or turn it into a `//` comment",
     ),
     (
-        re.compile(r"[‘'`](\w+)[’'`] was not declared in this scope"),
+        _UNDECLARED,
         "declare `{0}` before its first use (a loop index: `int64_t {0} = 0;` before the loop, "
         "or `for (int64_t {0} = 0; ...)`)",
     ),
@@ -157,7 +158,7 @@ def compiler_fix(error_line: str, source_line: str = "") -> str:
     """The specific fix for a known compiler error, or ''. ``source_line``: the line g++ quotes."""
     for pattern, fix in COMPILER_FIXES:
         if m := pattern.search(error_line):
-            if fix.startswith("declare `{0}`") and re.search(rf"\b{re.escape(m.group(1))}\s*\(", source_line):
+            if pattern is _UNDECLARED and re.search(rf"\b{re.escape(m.group(1))}\s*\(", source_line):
                 return UNDECLARED_FUNCTION.format(m.group(1))
             return fix.format(*m.groups())
     return ""
@@ -191,15 +192,14 @@ def repair_hints(result: dict[str, Any], fmt: str = "module") -> str:
             if check:
                 lines.append(rule_hint(check["rule"], check.get("detail", ""), fmt))
     if status != "rejected" or not lines:
-        first = ""
+        first = source = ""
         if status == "compile_error":
-            first = _first_compiler_error(f"{result.get('message', '')}\n{result.get('log_tail', '')}")
+            log = f"{result.get('message', '')}\n{result.get('log_tail', '')}"
+            first = _first_compiler_error(log)
+            source = _error_source_line(log, first)
         elif status in ("runtime_error", "mismatch", "timeout"):
             first = (result.get("message") or "").strip().splitlines()[0][:300] if result.get("message") else ""
         hint = STATUS_HINTS.get(status, f"the verifier reported {status}")
-        source = ""
-        if status == "compile_error":
-            source = _error_source_line(f"{result.get('message', '')}\n{result.get('log_tail', '')}", first)
         if status == "compile_error" and (fix := compiler_fix(first, source)):
             hint = f"{fix}; {hint[0].lower()}{hint[1:]}"
             if source:
