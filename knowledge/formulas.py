@@ -66,7 +66,23 @@ REDUCTIONS: dict[str, str] = {
     "out = (v - mean) / sqrt(var + eps) (eps=1e-5; affine=False by default: no weight or bias)",
     "normalize": "normalize(v, p=2.0, dim=1, eps=1e-12): out = v / max(norm, eps), norm = sqrt(sum over dim of v * v) "
     "for p=2 (sum of |v|^p, then ^(1/p), in general)",
+    "mean": "mean over dim d: the sum of the values along d divided by their count (keepdim=True keeps d with size 1, "
+    "so the result broadcasts back over d)",
 }
+# Operators computed over the last dim of a 2-D input (or dim=-1), one row at a time: the loop shape below.
+ROW_WISE = frozenset({"softmax", "log_softmax", "layer_norm", "rms_norm", "normalize", "mean"})
+# Why a loop shape: the embedded model, with the operator's math in words, still wrote an element-wise
+# loop (out0[i] = f(x[i])) for row-wise operators. Not a kernel: it computes a row's mean and centres it.
+ROW_LOOP = """// An operator over the last dim of x [x_dim0 rows, x_dim1 cols]: one row at a time, passes over the row.
+#pragma omp parallel for
+for (int64_t r = 0; r < x_dim0; ++r) {
+    const float* row = x + r * x_dim1;
+    float* out = out0 + r * x_dim1;
+    double sum = 0.0;  // pass 1: reduce the row (here its sum; see the formula for what yours needs)
+    for (int64_t j = 0; j < x_dim1; ++j) sum += row[j];
+    const float mean = (float)(sum / x_dim1);
+    for (int64_t j = 0; j < x_dim1; ++j) out[j] = row[j] - mean;  // last pass: write the row's outputs
+}"""
 
 
 def _definition(name: str) -> str:
@@ -108,8 +124,9 @@ ALIASES: dict[str, str] = {
     "r_m_s_norm": "rms_norm",
 }
 
-# F.elu( / torch.sigmoid( / torch.nn.functional.gelu( / x.relu( / nn.LayerNorm( / torch.special.erf(
-_CALL = re.compile(r"(?:\b(?:F|torch|functional|nn|special)\.|\w\.)([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+# F.elu( / torch.sigmoid( / torch.nn.functional.gelu( / x.relu( / nn.LayerNorm( / torch.special.erf( /
+# x.pow(2).mean(
+_CALL = re.compile(r"(?:\b(?:F|torch|functional|nn|special)\.|[\w)\]]\.)([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 
 
 def _snake(name: str) -> str:
@@ -130,6 +147,39 @@ def lookup(source: str) -> list[tuple[str, str]]:
     return list(found.items())
 
 
+def cpp_name(name: str) -> str:
+    """The C++ function's name: suffixed, so it never collides with (or recurses into) a C math
+    function of the same name (``tanh``, ``erf``)."""
+    return f"{name}_fn"
+
+
+def cpp_function(name: str) -> str:
+    """An element-wise operator as one line of C++ a kernel can paste and call per element, with
+    PyTorch's defaults as default arguments: ``static inline float elu_fn(float v, float alpha =
+    1.0f) { ... }``. Why a function, not only the expression: the embedded model, shown
+    ``return F.gelu(x)``, wrote ``out0[i] = F.gelu(x[i])``; a C++ function with the operator's name
+    turns that reflex into ``out0[i] = gelu_fn(x[i])``, which compiles and is right."""
+    signature, expr = ELEMENTWISE[name]
+    params = "".join(f", float {arg} = {float(value)!r}f" for arg, value in re.findall(r"(\w+)=(-?[0-9.]+)", signature))
+    return f"static inline float {cpp_name(name)}(float v{params}) {{ using namespace std; return (float)({expr}); }}"
+
+
 def render(source: str) -> str:
-    """One line per operator the problem names, or '' when it names none this table knows."""
-    return "\n".join(f"- {definition}" for _, definition in lookup(source))
+    """The element-wise operators the problem names as C++ functions (one fenced block), then one
+    line per other operator, or '' when it names none this table knows."""
+    found = lookup(source)
+    functions = [cpp_function(name) for name, _ in found if name in ELEMENTWISE]
+    lines = [f"- {definition}" for name, definition in found if name not in ELEMENTWISE]
+    parts = []
+    if functions:
+        first = next(name for name, _ in found if name in ELEMENTWISE)
+        notes = "".join(f"\n// {name}, {NOTES[name]}" for name, _ in found if name in NOTES)
+        parts.append(
+            "Element-wise operators as C++ functions (PyTorch's math and default arguments): paste them above"
+            f" your kernel; each computes its operator for one value ({first}(x) is {cpp_name(first)}(x[i]) for"
+            " every i); pass the arguments forward() passes."
+            "\n```cpp\n" + "\n".join(functions) + notes + "\n```"
+        )
+    if any(name in ROW_WISE for name, _ in found):
+        lines.append(f"Loop shape for these (an example, not this operator's math):\n```cpp\n{ROW_LOOP}\n```")
+    return "\n".join(parts + lines)

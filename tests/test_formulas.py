@@ -5,7 +5,6 @@ formula in the prompt would teach the model a wrong kernel); the lookup is check
 suite's activation and normalization problems and on the spellings KernelBench problems use."""
 
 import ctypes
-import re
 import shutil
 import subprocess
 
@@ -49,7 +48,14 @@ def test_spellings_of_one_operator_and_operators_it_does_not_know():
 
 def test_the_kernel_prompt_carries_the_definition_and_a_module_prompt_does_not_need_it():
     section = coder._formulas_section({"source": (SUITE / "elu.py").read_text()})
-    assert section.startswith("\n<formulas ") and "elu(v, alpha=1.0) = v > 0 ? v : alpha * (exp(v) - 1)" in section
+    assert section.startswith("\n<formulas ")
+    assert (
+        "static inline float elu_fn(float v, float alpha = 1.0f) { using namespace std; return (float)(v > 0" in section
+    )
+    assert "elu(x) is elu_fn(x[i])" in section
+    # A reduction is described in words; an element-wise operator beside it still gets its function.
+    mixed = formulas.render("y = F.layer_norm(x, (8,))\nreturn torch.tanh(y)")
+    assert mixed.index("tanh_fn(float v)") < mixed.index("- layer_norm over the last dims")
     assert coder._formulas_section({"source": "return a @ b"}) == ""
     assert "formulas" in prompts.FORMULAS_SECTION
 
@@ -87,17 +93,16 @@ def test_every_elementwise_operator_has_a_torch_twin_here():
 @pytest.mark.integration
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
 def test_every_elementwise_formula_compiled_with_gpp_matches_torch(tmp_path):
-    functions = []
-    for name, (signature, expr) in formulas.ELEMENTWISE.items():
-        consts = "".join(
-            f"    const float {arg} = {value};\n" for arg, value in re.findall(r"(\w+)=(-?[0-9.]+)", signature)
-        )
-        functions.append(
-            f'extern "C" void f_{name}(const float* x, float* y, long n) {{\n{consts}'
-            f"    for (long i = 0; i < n; ++i) {{ const float v = x[i]; y[i] = (float)({expr}); }}\n}}\n"
-        )
+    # Exactly the functions the prompt shows, in a file with no `using namespace std` of its own (a
+    # kernel that pastes them may have none), called with their default arguments.
+    functions = [formulas.cpp_function(name) for name in formulas.ELEMENTWISE]
+    functions += [
+        f'extern "C" void f_{name}(const float* x, float* y, long n) {{\n'
+        f"    for (long i = 0; i < n; ++i) y[i] = {formulas.cpp_name(name)}(x[i]);\n}}\n"
+        for name in formulas.ELEMENTWISE
+    ]
     src = tmp_path / "formulas.cpp"
-    src.write_text("#include <cmath>\n#include <algorithm>\nusing namespace std;\n" + "\n".join(functions))
+    src.write_text("#include <cmath>\n#include <algorithm>\n" + "\n".join(functions))
     lib_path = tmp_path / "formulas.so"
     subprocess.run(["g++", "-O1", "-shared", "-fPIC", "-o", str(lib_path), str(src)], check=True, timeout=120)
     lib = ctypes.CDLL(str(lib_path))
@@ -110,3 +115,32 @@ def test_every_elementwise_formula_compiled_with_gpp_matches_torch(tmp_path):
         fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long]
         fn(inp.data_ptr(), out.data_ptr(), inp.numel())
         torch.testing.assert_close(out, reference(inp), atol=1e-5, rtol=1e-5, msg=lambda m, n=name: f"{n}: {m}")
+
+
+def test_row_wise_operators_get_the_loop_shape_and_element_wise_ones_do_not():
+    for problem in ("layer_norm", "log_softmax", "l2_normalize", "rms_norm"):
+        assert "for (int64_t r = 0; r < x_dim0; ++r)" in formulas.render((SUITE / f"{problem}.py").read_text()), problem
+    for problem in ("elu", "sigmoid", "group_norm", "batch_norm_train"):
+        assert "x_dim0" not in formulas.render((SUITE / f"{problem}.py").read_text()), problem
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+def test_the_row_loop_shape_compiles_and_centres_each_row(tmp_path):
+    # The prompt's loop shape is code a model pastes: it must compile as a kernel body and do what its
+    # comments say (subtract each row's mean).
+    src = tmp_path / "rows.cpp"
+    src.write_text(
+        '#include <cstdint>\nextern "C" void pragma_kernel(const float* x, int64_t x_dim0, int64_t x_dim1,'
+        f" float* out0, int64_t out0_dim0, int64_t out0_dim1) {{\n{formulas.ROW_LOOP}\n}}\n"
+    )
+    lib_path = tmp_path / "rows.so"
+    subprocess.run(
+        ["g++", "-O2", "-fopenmp", "-shared", "-fPIC", "-o", str(lib_path), str(src)], check=True, timeout=120
+    )
+    fn = ctypes.CDLL(str(lib_path)).pragma_kernel
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64] * 2
+    x = torch.randn(5, 7, generator=torch.Generator().manual_seed(1))
+    out = torch.empty_like(x)
+    fn(x.data_ptr(), 5, 7, out.data_ptr(), 5, 7)
+    torch.testing.assert_close(out, x - x.mean(dim=1, keepdim=True))
