@@ -25,6 +25,7 @@ from typing import Any
 
 from pragma.eval import baselines, store
 from pragma.eval.db import ResultsDB
+from pragma.graph import lineage
 from pragma.graph.context import Context
 
 log = logging.getLogger(__name__)
@@ -84,11 +85,7 @@ def _ci(result: dict[str, Any]) -> tuple[float | None, float | None]:
 def attempt_rows(spec: JobSpec, state: dict[str, Any], cis: dict[int, tuple]) -> list[dict[str, Any]]:
     """Rows for every attempt in ``state``, with the tokens of the LLM calls about that attempt
     (the Coder's call that wrote it and the Conductor/repair call that read its result)."""
-    per_attempt: dict[int, dict[str, float]] = {}
-    for entry in state.get("log", []):
-        acc = per_attempt.setdefault(int(entry.get("attempt", 0)), {})
-        for key in ("input_tokens", "output_tokens", "cost_usd", "wall_s"):
-            acc[key] = acc.get(key, 0.0) + float(entry.get(key, 0.0) or 0.0)
+    per_attempt = lineage.llm_by_attempt(state)
     rows = []
     for a in state.get("attempts", []):
         i = int(a["iteration"])

@@ -85,14 +85,28 @@ def render_mermaid(state: dict[str, Any]) -> list[str]:
     return lines
 
 
-def costs(state: dict[str, Any]) -> dict[int, dict[str, float]]:
-    """Per attempt: tokens and seconds of the LLM calls about it (the Coder's that wrote it, the
-    Conductor's or repair's that read it) and the verifier's seconds."""
+# The counters every LLM log entry carries, summed per attempt by llm_by_attempt.
+LLM_COUNTERS = ("input_tokens", "output_tokens", "wall_s", "cost_usd")
+
+
+def llm_by_attempt(state: dict[str, Any]) -> dict[int, dict[str, float]]:
+    """Per attempt: the LLM calls about it summed (the Coder's that wrote it, the Conductor's or
+    repair's that read its result), as ``LLM_COUNTERS``. The one place the log is summed: the
+    lineage tree, report.md's usage table and the eval's attempt rows all read this."""
     out: dict[int, dict[str, float]] = {}
     for entry in state.get("log", []):
-        c = out.setdefault(int(entry.get("attempt", 0)), {"tokens": 0.0, "llm_s": 0.0, "verify_s": 0.0})
-        c["tokens"] += float(entry.get("input_tokens", 0) or 0) + float(entry.get("output_tokens", 0) or 0)
-        c["llm_s"] += float(entry.get("wall_s", 0) or 0)
+        acc = out.setdefault(int(entry.get("attempt", 0)), dict.fromkeys(LLM_COUNTERS, 0.0))
+        for key in LLM_COUNTERS:
+            acc[key] += float(entry.get(key, 0.0) or 0.0)
+    return out
+
+
+def costs(state: dict[str, Any]) -> dict[int, dict[str, float]]:
+    """Per attempt: tokens and seconds of the LLM calls about it and the verifier's seconds."""
+    out = {
+        i: {"tokens": c["input_tokens"] + c["output_tokens"], "llm_s": c["wall_s"], "verify_s": 0.0}
+        for i, c in llm_by_attempt(state).items()
+    }
     for a in state.get("attempts", []):
         c = out.setdefault(int(a["iteration"]), {"tokens": 0.0, "llm_s": 0.0, "verify_s": 0.0})
         c["verify_s"] = float(a.get("wall_s", 0.0) or 0.0)

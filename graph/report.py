@@ -126,22 +126,19 @@ def render_usage(state: dict[str, Any]) -> list[str]:
         "| attempt | node | tokens in | tokens out | wall s |" + (" cost USD |" if priced else ""),
         "|---|---|---|---|---|" + ("---|" if priced else ""),
     ]
-    per_attempt: dict[int, list[float]] = {}
     for c in calls:
         lines.append(
             f"| {c['attempt']} | {c.get('node', c['role'])} | {c['input_tokens']:.0f} | "
             f"{c['output_tokens']:.0f} | {c.get('wall_s', 0.0):.1f} |"
             + (f" {c.get('cost_usd', 0.0):.5f} |" if priced else "")
         )
-        agg = per_attempt.setdefault(c["attempt"], [0.0, 0.0, 0.0, 0.0])
-        for i, key in enumerate(("input_tokens", "output_tokens", "wall_s", "cost_usd")):
-            agg[i] += c.get(key, 0.0)
     lines += [
         "",
         "Per iteration: "
         + "; ".join(
-            f"#{a}: {v[0] + v[1]:.0f} tokens, {v[2]:.1f} s" + (f", ${v[3]:.5f}" if priced else "")
-            for a, v in sorted(per_attempt.items())
+            f"#{a}: {v['input_tokens'] + v['output_tokens']:.0f} tokens, {v['wall_s']:.1f} s"
+            + (f", ${v['cost_usd']:.5f}" if priced else "")
+            for a, v in sorted(lineage.llm_by_attempt(state).items())
         ),
         f"Run total: {usage.get('input_tokens', 0):.0f} tokens in, {usage.get('output_tokens', 0):.0f} out, "
         f"{usage.get('llm_wall_s', 0.0):.1f} s in LLM calls"

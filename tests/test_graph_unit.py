@@ -133,3 +133,34 @@ def test_a_run_without_a_kernel_says_why_from_its_last_attempt():
         ]
     }
     assert _why_none(state) == "2 attempt(s), the last one mismatch (max abs diff 0.8)"
+
+
+def test_llm_usage_is_summed_per_attempt_once_and_every_view_agrees():
+    # One attempt's Coder call and the Conductor call that read it are both charged to it; the
+    # lineage tree, report.md and the eval's attempt rows read the same sums.
+    from pragma.eval.job import JobSpec, attempt_rows
+    from pragma.graph import lineage, report
+
+    log = [
+        {"attempt": 1, "role": "coder", "input_tokens": 100, "output_tokens": 20, "wall_s": 2.0, "cost_usd": 0.01},
+        {"attempt": 1, "role": "conductor", "input_tokens": 50, "output_tokens": 5, "wall_s": 1.0, "cost_usd": 0.02},
+        {"attempt": 2, "role": "coder", "input_tokens": 7, "output_tokens": 3, "wall_s": 0.5},
+    ]
+    attempts = [{"iteration": 1, "status": "ok", "wall_s": 4.0}, {"iteration": 2, "status": "mismatch"}]
+    state = {"log": log, "attempts": attempts, "usage": {"input_tokens": 157, "output_tokens": 28, "cost_usd": 0.03}}
+    sums = lineage.llm_by_attempt(state)
+    assert sums[1] == {"input_tokens": 150.0, "output_tokens": 25.0, "wall_s": 3.0, "cost_usd": 0.03}
+    assert sums[2]["cost_usd"] == 0.0 and sums[2]["input_tokens"] == 7.0
+    assert lineage.costs(state) == {
+        1: {"tokens": 175.0, "llm_s": 3.0, "verify_s": 4.0},
+        2: {"tokens": 10.0, "llm_s": 0.5, "verify_s": 0.0},
+    }
+    assert "#1: 175 tokens, 3.0 s, $0.03000; #2: 10 tokens, 0.5 s, $0.00000" in "\n".join(report.render_usage(state))
+    spec = JobSpec(
+        run_id="r", problem={"name": "p"}, mode="pragma", context={}, results_url="", checkpoint_url="", out_dir=""
+    )
+    rows = attempt_rows(spec, state, {})
+    assert [(r["input_tokens"], r["output_tokens"], r["cost_usd"], r["llm_wall_s"]) for r in rows] == [
+        (150.0, 25.0, 0.03, 3.0),
+        (7.0, 3.0, 0.0, 0.5),
+    ]
