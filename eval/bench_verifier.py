@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -143,28 +144,40 @@ def _row(result: dict[str, Any], wall_s: float) -> dict[str, Any]:
     }
 
 
+def _repeat(
+    repeats: int, one: Callable[[int], dict[str, Any]], line: Callable[[int, dict[str, Any]], str]
+) -> dict[str, Any]:
+    """``one(i)`` for i < ``repeats``, each row printed with ``line``: the rows and the load around them."""
+    load_start = load_avg()
+    rows = []
+    for i in range(repeats):
+        rows.append(one(i))
+        out.out(line(i, rows[-1]))
+    return {"rows": rows, "load_avg_start": load_start, "load_avg_end": load_avg()}
+
+
 def _series(label: str, ctx: Any, repeats: int, distinct: bool, beside: Beside | None) -> dict[str, Any]:
     from pragma.eval.bench_compile import candidate_source
     from pragma.tools.stats import spread_pct
 
-    rows = []
     same = candidate_source("fast", f"bench_verifier_same_{os.getpid()}")
-    load_start = load_avg()
-    for i in range(repeats):
+
+    def one(i: int) -> dict[str, Any]:
         code = candidate_source("fast", f"bench_verifier_{label}_{os.getpid()}_{i}") if distinct else same
-        result, wall_s = _verify(code, ctx, beside)
-        rows.append(_row(result, wall_s))
-        r = rows[-1]
-        out.out(
+        return _row(*_verify(code, ctx, beside))
+
+    def line(i: int, r: dict[str, Any]) -> str:
+        return (
             f"  {label:<28} {i}  wall {r['wall_s']:6.2f} s  speedup {r['speedup']:.3f}  build "
             f"{r['phases_s'].get('build', 0):5.2f}  check {r['phases_s'].get('check', 0):5.2f}  time "
-            f"{r['phases_s'].get('time', 0):5.2f}  slot wait {r['timing_slot_waited_s']:5.2f}  load {r['load_avg']}",
+            f"{r['phases_s'].get('time', 0):5.2f}  slot wait {r['timing_slot_waited_s']:5.2f}  load {r['load_avg']}"
         )
+
+    done = _repeat(repeats, one, line)
+    rows = done["rows"]
     speedups = [r["speedup"] for r in rows]
     return {
-        "rows": rows,
-        "load_avg_start": load_start,
-        "load_avg_end": load_avg(),
+        **done,
         "median_wall_s": round(statistics.median(r["wall_s"] for r in rows), 3),
         "median_speedup": round(statistics.median(speedups), 4),
         "speedup_spread_pct": round(spread_pct(speedups), 2),
@@ -178,21 +191,17 @@ def _allocation_heavy(ctx: Any, repeats: int) -> dict[str, Any]:
     from pragma.tools.stats import spread_pct
 
     code = ALLOC_KERNEL.read_text()
-    rows = []
-    load_start = load_avg()
-    for i in range(repeats):
-        result, wall_s = _verify(code, ctx, problem=ALLOC_PROBLEM)
-        rows.append(_row(result, wall_s))
-        r = rows[-1]
-        out.out(
+    done = _repeat(
+        repeats,
+        lambda i: _row(*_verify(code, ctx, problem=ALLOC_PROBLEM)),
+        lambda i, r: (
             f"  rms_norm (same kernel)       {i}  reference {r['ref_runtime_ms']:.2f} ms  candidate "
             f"{r['runtime_ms']:.2f} ms  speedup {r['speedup']:.3f}  load {r['load_avg']}"
-        )
-    refs, speedups = [r["ref_runtime_ms"] for r in rows], [r["speedup"] for r in rows]
+        ),
+    )
+    refs, speedups = [r["ref_runtime_ms"] for r in done["rows"]], [r["speedup"] for r in done["rows"]]
     return {
-        "rows": rows,
-        "load_avg_start": load_start,
-        "load_avg_end": load_avg(),
+        **done,
         "ref_runtime_ms_range": [min(refs), max(refs)],
         "median_speedup": round(statistics.median(speedups), 4),
         "speedup_spread_pct": round(spread_pct(speedups), 2),
@@ -204,30 +213,29 @@ def _head_to_head(label: str, ctx: Any, repeats: int, beside: Beside | None) -> 
     from pragma.eval.bench_compile import candidate_source
 
     code = candidate_source("fast", f"bench_verifier_same_{os.getpid()}")
-    rows = []
-    load_start = load_avg()
-    for i in range(repeats):
+
+    def one(i: int) -> dict[str, Any]:
         result, wall_s = _verify(code, ctx, beside, best_code=code)
-        rows.append(
-            {
-                **_row(result, wall_s),
-                "speedup_vs_best": round(result["speedup_vs_best"], 4),
-                "speedup_vs_best_ci": [round(x, 4) for x in result["speedup_vs_best_ci"]],
-                "extra_batches": result["extra_batches"],
-                "is_new_best": result["is_new_best"],
-                "input_placement": result["input_placement"],
-            }
-        )
-        r = rows[-1]
-        out.out(
+        return {
+            **_row(result, wall_s),
+            "speedup_vs_best": round(result["speedup_vs_best"], 4),
+            "speedup_vs_best_ci": [round(x, 4) for x in result["speedup_vs_best_ci"]],
+            "extra_batches": result["extra_batches"],
+            "is_new_best": result["is_new_best"],
+            "input_placement": result["input_placement"],
+        }
+
+    def line(i: int, r: dict[str, Any]) -> str:
+        return (
             f"  {label:<28} {i}  vs best {r['speedup_vs_best']:.3f} CI {r['speedup_vs_best_ci']}  extra "
-            f"{r['extra_batches']}  {'ACCEPTED' if r['is_new_best'] else 'not accepted'}  load {r['load_avg']}",
+            f"{r['extra_batches']}  {'ACCEPTED' if r['is_new_best'] else 'not accepted'}  load {r['load_avg']}"
         )
+
+    done = _repeat(repeats, one, line)
+    rows = done["rows"]
     vs = [r["speedup_vs_best"] for r in rows]
     return {
-        "rows": rows,
-        "load_avg_start": load_start,
-        "load_avg_end": load_avg(),
+        **done,
         "min_vs_best": min(vs),
         "max_vs_best": max(vs),
         "extra_batches": sum(r["extra_batches"] for r in rows),
