@@ -280,5 +280,13 @@ def child_main(spec: JobSpec) -> int:
     return 0 if status == "finished" else LOCKED_EXIT if status == "locked" else 1
 
 
+def _read_spec_file(path: Path) -> JobSpec:
+    """The spec a supervisor wrote for this fresh interpreter, removed once read (a temp file per
+    job: 400 of them had piled up in /tmp after a day of evaluations)."""
+    spec = JobSpec.from_json(path.read_text())
+    path.unlink(missing_ok=True)
+    return spec
+
+
 if __name__ == "__main__":
-    sys.exit(child_main(JobSpec.from_json(Path(sys.argv[1]).read_text())))
+    sys.exit(child_main(_read_spec_file(Path(sys.argv[1]))))

@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pragma.eval.db import ResultsDB
@@ -85,6 +86,7 @@ class Running:
     prior_wall_s: float  # spent on this job by earlier (interrupted) runs
     started: float = field(default_factory=time.monotonic)
     process: Any = None  # multiprocessing.Process or subprocess.Popen
+    spec_file: str | None = None  # the JobSpec handed to a fresh interpreter; removed when reaped
 
     @property
     def pid(self) -> int:
@@ -104,6 +106,8 @@ class Running:
             self.process.wait()
         else:
             self.process.join()
+        if self.spec_file:  # the child removes it once read; this covers one that died first
+            Path(self.spec_file).unlink(missing_ok=True)
 
 
 def start(spec: JobSpec, prior_wall_s: float, *, exec_python: bool = False) -> Running:
@@ -116,6 +120,7 @@ def start(spec: JobSpec, prior_wall_s: float, *, exec_python: bool = False) -> R
     if exec_python:
         with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="pragma-job-", delete=False) as f:
             f.write(spec.to_json())
+        running.spec_file = f.name
         running.process = subprocess.Popen([sys.executable, "-m", "pragma.eval.job", f.name])
     else:
         running.process = _FORK.Process(target=_forked_entry, args=(spec.to_json(),), daemon=False)

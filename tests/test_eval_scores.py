@@ -127,3 +127,25 @@ def test_budget_killed_cell_shows_the_kept_best_and_says_unsolved():
     rows = [row("a", "budget_exceeded", 1, 1.4)]
     _, cells = report.table_problems(rows, ["pragma"], [])
     assert cells[0][-1] == "budget_exceeded: kept accepted best 1.40x @2, counted unsolved"
+
+
+@pytest.mark.integration
+def test_a_fresh_interpreters_spec_file_is_removed_by_the_child_or_when_reaped(tmp_path):
+    # Each job started as a new interpreter gets its JobSpec in a temp file; they used to pile up
+    # in /tmp (400 after a day of evaluations).
+    import subprocess
+    import sys
+
+    from pragma.eval.job import JobSpec, _read_spec_file
+    from pragma.eval.supervise import Running
+
+    spec = JobSpec(
+        run_id="r", problem={"name": "p"}, mode="pragma", context={}, results_url="", checkpoint_url="", out_dir=""
+    )
+    path = tmp_path / "pragma-job-x.json"
+    path.write_text(spec.to_json())
+    assert _read_spec_file(path) == spec and not path.exists()
+    path.write_text(spec.to_json())  # a child that died before reading it
+    running = Running(spec, 0.0, process=subprocess.Popen([sys.executable, "-c", "pass"]), spec_file=str(path))
+    running.reap()
+    assert not path.exists()
