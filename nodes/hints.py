@@ -121,9 +121,12 @@ PYTHON_IN_CPP = (
     "`{0}` is Python (PyTorch), and C++ cannot call it: compute the operator's formula element by element "
     "in plain C++ with <cmath> (`torch.relu(v)` becomes `v > 0.0f ? v : 0.0f`, `torch.exp(v)` becomes "
     "`std::exp(v)`, `torch.sigmoid(v)` becomes `1.0f / (1.0f + std::exp(-v))`; named arguments such as "
-    "`alpha=1.0` become plain values)"
+    "`alpha=1.0` become plain values; a <formulas> section, where the prompt has one, gives the operator as a "
+    "C++ function such as `elu_fn(v)`: paste it above the kernel and call it)"
 )
 _UNDECLARED = re.compile(r"[‘'`](\w+)[’'`] was not declared in this scope")
+# g++'s wording for an unknown name in an OpenMP clause (and for unknown parameter types, left alone).
+_NOT_BEEN_DECLARED = re.compile(r"[‘'`](\w+)[’'`] has not been declared")
 COMPILER_FIXES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"[‘'`](" + "|".join(PYTHON_NAMES) + r")[’'`] was not declared in this scope"), PYTHON_IN_CPP),
     (
@@ -147,6 +150,12 @@ COMPILER_FIXES: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+# An undeclared variable named in an OpenMP reduction clause: the embedded model added
+# `reduction(+:sum)` to an element-wise loop that has no sum; declaring it is not the fix.
+UNDECLARED_REDUCTION = (
+    "the `reduction(...)` clause names `{0}`, which is not declared: a loop that only writes outputs "
+    "element by element needs no reduction clause (remove it); a real reduction declares `{0}` before the loop"
+)
 # An undeclared name used as a function (`inv_sqrt(v)`): the loop-index advice would be wrong.
 UNDECLARED_FUNCTION = (
     "`{0}(...)` calls a function that does not exist: write its math inline (`1.0f / std::sqrt(v)`, "
@@ -156,6 +165,9 @@ UNDECLARED_FUNCTION = (
 
 def compiler_fix(error_line: str, source_line: str = "") -> str:
     """The specific fix for a known compiler error, or ''. ``source_line``: the line g++ quotes."""
+    m = _UNDECLARED.search(error_line) or _NOT_BEEN_DECLARED.search(error_line)
+    if m and re.search(rf"reduction\s*\([^)]*\b{re.escape(m.group(1))}\b", source_line):
+        return UNDECLARED_REDUCTION.format(m.group(1))
     for pattern, fix in COMPILER_FIXES:
         if m := pattern.search(error_line):
             if pattern is _UNDECLARED and re.search(rf"\b{re.escape(m.group(1))}\s*\(", source_line):

@@ -116,6 +116,14 @@ def test_python_in_the_cpp_kernel_is_named_with_the_line_and_what_to_write_inste
     )
     text = hints.repair_hints({"status": "compile_error", "message": call}, "kernel")
     assert "`inv_sqrt(...)` calls a function that does not exist" in text and "int64_t inv_sqrt" not in text
+    # A reduction clause over a variable that does not exist (g++'s real wording): remove the clause.
+    clause = (
+        "red.cpp:5:47: error: ‘sum’ has not been declared\n"
+        "    5 |     #pragma omp parallel for simd reduction(+:sum)\n"
+        "      |                                               ^~~\n"
+    )
+    text = hints.repair_hints({"status": "compile_error", "message": clause}, "kernel")
+    assert "needs no reduction clause (remove it)" in text and "(the line: `#pragma omp parallel" in text
     # A C++ name the model forgot stays the loop-index advice.
     plain = "/b/k.cpp:8:12: error: 'i' was not declared in this scope\n"
     assert "declare `i` before its first use" in hints.repair_hints({"status": "compile_error", "message": plain})
