@@ -71,20 +71,9 @@ REDUCTIONS: dict[str, str] = {
     "mean": "mean over dim d: the sum of the values along d divided by their count (keepdim=True keeps d with size 1, "
     "so the result broadcasts back over d)",
 }
-# Operators computed over the last dim of a 2-D input (or dim=-1), one row at a time: the loop shape below.
+# Operators computed over the last dim of a 2-D input (or dim=-1), one row at a time: their
+# kernel-format system prompt shows a row loop (nodes/coder.py), not the element-wise example.
 ROW_WISE = frozenset({"softmax", "log_softmax", "layer_norm", "rms_norm", "normalize", "mean"})
-# Why a loop shape: the embedded model, with the operator's math in words, still wrote an element-wise
-# loop (out0[i] = f(x[i])) for row-wise operators. Not a kernel: it computes a row's mean and centres it.
-ROW_LOOP = """// An operator over the last dim of x [x_dim0 rows, x_dim1 cols]: one row at a time, passes over the row.
-#pragma omp parallel for
-for (int64_t r = 0; r < x_dim0; ++r) {
-    const float* row = x + r * x_dim1;
-    float* out = out0 + r * x_dim1;
-    double sum = 0.0;  // pass 1: reduce the row (here its sum; see the formula for what yours needs)
-    for (int64_t j = 0; j < x_dim1; ++j) sum += row[j];
-    const float mean = (float)(sum / x_dim1);
-    for (int64_t j = 0; j < x_dim1; ++j) out[j] = row[j] - mean;  // last pass: write the row's outputs
-}"""
 
 
 def _definition(name: str) -> str:
@@ -182,6 +171,9 @@ def render(source: str) -> str:
             " every i); pass the arguments forward() passes."
             "\n```cpp\n" + "\n".join(functions) + notes + "\n```"
         )
-    if any(name in ROW_WISE for name, _ in found):
-        lines.append(f"Loop shape for these (an example, not this operator's math):\n```cpp\n{ROW_LOOP}\n```")
     return "\n".join(parts + lines)
+
+
+def row_wise(source: str) -> bool:
+    """Whether the problem names an operator computed row by row over the last dim."""
+    return any(name in ROW_WISE for name, _ in lookup(source))

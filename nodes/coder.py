@@ -137,6 +137,15 @@ def _formulas_section(problem: dict) -> str:
     return prompts.FORMULAS_SECTION.format(formulas=text) if text else ""
 
 
+def _kernel_system(problem: dict) -> str:
+    """The kernel-format system prompt whose example has the problem's loop shape (a small model
+    copies the example's structure whatever the prompt says)."""
+    from pragma.knowledge import formulas
+
+    rows = formulas.row_wise(problem.get("source") or "")
+    return prompts.CODER_SYSTEM_KERNEL_ROWS if rows else prompts.CODER_SYSTEM_KERNEL
+
+
 def _memory_section(ctx: Context, problem: dict) -> str:
     """The most similar verified kernels (knowledge/kernels.py) within ``kernel_memory_tokens``.
     Kernels for this very problem (shipped or from an earlier run) are left out: they would be the
@@ -180,7 +189,7 @@ def coder(state: PragmaState, runtime: Runtime[Context]) -> dict:
         human += _formulas_section(problem)
     human += _memory_section(ctx, problem)
     # The backend decides the kernel language (C++ on cpu, Triton on gpu); the templates are shared.
-    system = prompts.CODER_SYSTEM_KERNEL if fmt == "kernel" else backend_for(ctx).coder_system
+    system = _kernel_system(problem) if fmt == "kernel" else backend_for(ctx).coder_system
     human = budget.fit(
         system, human, budget.budget_for(ctx.prompt_budget_tokens, llm.is_local(chat.model_spec("coder", ctx), "coder"))
     )

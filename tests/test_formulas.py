@@ -5,6 +5,7 @@ formula in the prompt would teach the model a wrong kernel); the lookup is check
 suite's activation and normalization problems and on the spellings KernelBench problems use."""
 
 import ctypes
+import re
 import shutil
 import subprocess
 
@@ -117,30 +118,40 @@ def test_every_elementwise_formula_compiled_with_gpp_matches_torch(tmp_path):
         torch.testing.assert_close(out, reference(inp), atol=1e-5, rtol=1e-5, msg=lambda m, n=name: f"{n}: {m}")
 
 
-def test_row_wise_operators_get_the_loop_shape_and_element_wise_ones_do_not():
+def test_row_wise_operators_get_the_row_example_and_element_wise_ones_the_element_example():
     for problem in ("layer_norm", "log_softmax", "l2_normalize", "rms_norm"):
-        assert "for (int64_t r = 0; r < x_dim0; ++r)" in formulas.render((SUITE / f"{problem}.py").read_text()), problem
+        source = (SUITE / f"{problem}.py").read_text()
+        assert formulas.row_wise(source), problem
+        assert coder._kernel_system({"source": source}) == prompts.CODER_SYSTEM_KERNEL_ROWS
     for problem in ("elu", "sigmoid", "group_norm", "batch_norm_train"):
-        assert "x_dim0" not in formulas.render((SUITE / f"{problem}.py").read_text()), problem
+        source = (SUITE / f"{problem}.py").read_text()
+        assert not formulas.row_wise(source), problem
+        assert coder._kernel_system({"source": source}) == prompts.CODER_SYSTEM_KERNEL
+    assert "for (int64_t r = 0; r < x_dim0; ++r)" in prompts.CODER_SYSTEM_KERNEL_ROWS
+    assert prompts.CODER_SYSTEM_KERNEL_ROWS.endswith(prompts.CODER_SYSTEM_KERNEL[-300:])  # the same rules
 
 
 @pytest.mark.integration
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
-def test_the_row_loop_shape_compiles_and_centres_each_row(tmp_path):
-    # The prompt's loop shape is code a model pastes: it must compile as a kernel body and do what its
-    # comments say (subtract each row's mean).
-    src = tmp_path / "rows.cpp"
-    src.write_text(
-        '#include <cstdint>\nextern "C" void pragma_kernel(const float* x, int64_t x_dim0, int64_t x_dim1,'
-        f" float* out0, int64_t out0_dim0, int64_t out0_dim1) {{\n{formulas.ROW_LOOP}\n}}\n"
-    )
-    lib_path = tmp_path / "rows.so"
-    subprocess.run(
-        ["g++", "-O2", "-fopenmp", "-shared", "-fPIC", "-o", str(lib_path), str(src)], check=True, timeout=120
-    )
+@pytest.mark.parametrize(
+    "system, expected",
+    [
+        ("CODER_SYSTEM_KERNEL", lambda x: torch.relu(x)),
+        ("CODER_SYSTEM_KERNEL_ROWS", lambda x: x / x.sum(dim=1, keepdim=True)),
+    ],
+)
+def test_each_system_example_compiles_and_computes_what_it_says(tmp_path, system, expected):
+    # A small model copies the example: it must compile with the verifier's flags and compute the
+    # operator its caption names.
+    code = re.search(r"```cpp\n(.*?)```", getattr(prompts, system), re.DOTALL).group(1)
+    src = tmp_path / "example.cpp"
+    src.write_text(code)
+    lib_path = tmp_path / "example.so"
+    cmd = ["g++", "-O3", "-march=native", "-fopenmp", "-std=c++17", "-shared", "-fPIC", "-o", str(lib_path), str(src)]
+    subprocess.run(cmd, check=True, timeout=120)
     fn = ctypes.CDLL(str(lib_path)).pragma_kernel
     fn.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64] * 2
-    x = torch.randn(5, 7, generator=torch.Generator().manual_seed(1))
+    x = torch.rand(5, 7, generator=torch.Generator().manual_seed(1)) - 0.3
     out = torch.empty_like(x)
     fn(x.data_ptr(), 5, 7, out.data_ptr(), 5, 7)
-    torch.testing.assert_close(out, x - x.mean(dim=1, keepdim=True))
+    torch.testing.assert_close(out, expected(x))
