@@ -72,8 +72,48 @@ REDUCTIONS: dict[str, str] = {
     "so the result broadcasts back over d)",
 }
 # Operators computed over the last dim of a 2-D input (or dim=-1), one row at a time: their
-# kernel-format system prompt shows a row loop (nodes/coder.py), not the element-wise example.
-ROW_WISE = frozenset({"softmax", "log_softmax", "layer_norm", "rms_norm", "normalize", "mean"})
+# kernel-format system prompt shows a row loop (nodes/coder.py), not the element-wise example, and
+# the prompt gives each as C++ statements for one row. Why C++ and not only words: with the row
+# loop and "norm = sqrt(sum over dim of v * v)" in words, the embedded model kept the example's
+# row sum and changed one detail per repair (sum of |v|, then its square root): four mismatches.
+# The statements read `row` (the input row), write `out` (the output row) and use `n` (the row
+# length); tests/test_formulas.py compiles each inside a row loop and compares it with torch.
+ROW_BODIES: dict[str, str] = {
+    "softmax": """float m = row[0];
+for (int64_t j = 1; j < n; ++j) m = row[j] > m ? row[j] : m;
+double s = 0.0;
+for (int64_t j = 0; j < n; ++j) s += std::exp(row[j] - m);
+const float inv = (float)(1.0 / s);
+for (int64_t j = 0; j < n; ++j) out[j] = std::exp(row[j] - m) * inv;""",
+    "log_softmax": """float m = row[0];
+for (int64_t j = 1; j < n; ++j) m = row[j] > m ? row[j] : m;
+double s = 0.0;
+for (int64_t j = 0; j < n; ++j) s += std::exp(row[j] - m);
+const float lse = m + (float)std::log(s);
+for (int64_t j = 0; j < n; ++j) out[j] = row[j] - lse;""",
+    "layer_norm": """const float eps = 1e-5f;  // nn.LayerNorm's default; weight and bias: the module's, n values each
+double s = 0.0;
+for (int64_t j = 0; j < n; ++j) s += row[j];
+const float mean = (float)(s / n);
+double q = 0.0;
+for (int64_t j = 0; j < n; ++j) q += (double)(row[j] - mean) * (row[j] - mean);
+const float rstd = (float)(1.0 / std::sqrt(q / n + eps));
+for (int64_t j = 0; j < n; ++j) out[j] = (row[j] - mean) * rstd * weight[j] + bias[j];""",
+    "rms_norm": """const float eps = 1.1920929e-07f;  // F.rms_norm's default (float32 epsilon); weight: n values
+double q = 0.0;
+for (int64_t j = 0; j < n; ++j) q += (double)row[j] * row[j];
+const float rstd = (float)(1.0 / std::sqrt(q / n + eps));
+for (int64_t j = 0; j < n; ++j) out[j] = row[j] * rstd * weight[j];""",
+    "normalize": """const float eps = 1e-12f;  // F.normalize(p=2.0, dim=1)'s default
+double q = 0.0;
+for (int64_t j = 0; j < n; ++j) q += (double)row[j] * row[j];
+const float norm = std::max((float)std::sqrt(q), eps);
+for (int64_t j = 0; j < n; ++j) out[j] = row[j] / norm;""",
+    "mean": """double s = 0.0;  // x.mean(dim=-1): one value per row (keepdim=True: it broadcasts over the row)
+for (int64_t j = 0; j < n; ++j) s += row[j];
+const float mean = (float)(s / n);""",
+}
+ROW_WISE = frozenset(ROW_BODIES)
 
 
 def _definition(name: str) -> str:
@@ -160,7 +200,7 @@ def render(source: str) -> str:
     line per other operator, or '' when it names none this table knows."""
     found = lookup(source)
     functions = [cpp_function(name) for name, _ in found if name in ELEMENTWISE]
-    lines = [f"- {definition}" for name, definition in found if name not in ELEMENTWISE]
+    lines = [f"- {definition}" for name, definition in found if name not in ELEMENTWISE and name not in ROW_BODIES]
     parts = []
     if functions:
         first = next(name for name, _ in found if name in ELEMENTWISE)
@@ -170,6 +210,14 @@ def render(source: str) -> str:
             f" your kernel; each computes its operator for one value ({first}(x) is {cpp_name(first)}(x[i]) for"
             " every i); pass the arguments forward() passes."
             "\n```cpp\n" + "\n".join(functions) + notes + "\n```"
+        )
+    rows = [name for name, _ in found if name in ROW_BODIES]
+    if rows:
+        bodies = "\n".join(f"// {name}, one row\n{ROW_BODIES[name]}" for name in rows)
+        parts.append(
+            "Row-wise operators as C++ statements for one row, inside the row loop of the system prompt's example"
+            " (row: the input row, out: the output row, n: the row length); use the values forward() passes"
+            f" where they differ from the defaults:\n```cpp\n{bodies}\n```"
         )
     return "\n".join(parts + lines)
 

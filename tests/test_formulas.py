@@ -54,9 +54,10 @@ def test_the_kernel_prompt_carries_the_definition_and_a_module_prompt_does_not_n
         "static inline float elu_fn(float v, float alpha = 1.0f) { using namespace std; return (float)(v > 0" in section
     )
     assert "elu(x) is elu_fn(x[i])" in section
-    # A reduction is described in words; an element-wise operator beside it still gets its function.
-    mixed = formulas.render("y = F.layer_norm(x, (8,))\nreturn torch.tanh(y)")
-    assert mixed.index("tanh_fn(float v)") < mixed.index("- layer_norm over the last dims")
+    # A row-wise operator gets its statements for one row, an element-wise one beside it its
+    # function, and a reduction without C++ here its words.
+    mixed = formulas.render("y = F.layer_norm(x, (8,))\nz = nn.GroupNorm(2, 4)(y)\nreturn torch.tanh(z)")
+    assert mixed.index("tanh_fn(float v)") < mixed.index("// layer_norm, one row") < mixed.index("- group_norm(")
     assert coder._formulas_section({"source": "return a @ b"}) == ""
     assert "formulas" in prompts.FORMULAS_SECTION
 
@@ -128,6 +129,9 @@ def test_row_wise_operators_get_the_row_example_and_element_wise_ones_the_elemen
         assert not formulas.row_wise(source), problem
         assert coder._kernel_system({"source": source}) == prompts.CODER_SYSTEM_KERNEL
     assert "for (int64_t r = 0; r < x_dim0; ++r)" in prompts.CODER_SYSTEM_KERNEL_ROWS
+    assert "const float norm = std::max((float)std::sqrt(q), eps);" in formulas.render(
+        (SUITE / "l2_normalize.py").read_text()
+    )
     assert prompts.CODER_SYSTEM_KERNEL_ROWS.endswith(prompts.CODER_SYSTEM_KERNEL[-300:])  # the same rules
 
 
@@ -155,3 +159,56 @@ def test_each_system_example_compiles_and_computes_what_it_says(tmp_path, system
     out = torch.empty_like(x)
     fn(x.data_ptr(), 5, 7, out.data_ptr(), 5, 7)
     torch.testing.assert_close(out, expected(x))
+
+
+ROW_TORCH = {
+    "softmax": lambda x, w, b: torch.softmax(x, dim=1),
+    "log_softmax": lambda x, w, b: torch.log_softmax(x, dim=1),
+    "layer_norm": lambda x, w, b: F.layer_norm(x, (x.shape[1],), w, b),
+    "rms_norm": lambda x, w, b: F.rms_norm(x, (x.shape[1],), w),
+    "normalize": lambda x, w, b: F.normalize(x, p=2.0, dim=1),
+    "mean": lambda x, w, b: x.mean(dim=1, keepdim=True).expand_as(x),
+}
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+def test_every_row_body_compiled_with_gpp_inside_the_row_loop_matches_torch(tmp_path):
+    # Exactly the statements the prompt shows, inside the rows example's loop, with the verifier's
+    # flags; `mean` computes a value per row, which the harness writes across the row to compare.
+    assert set(ROW_TORCH) == set(formulas.ROW_BODIES)
+    functions = []
+    for name, body in formulas.ROW_BODIES.items():
+        tail = "for (int64_t j = 0; j < n; ++j) out[j] = mean;" if name == "mean" else ""
+        functions.append(
+            f'extern "C" void f_{name}(const float* x, int64_t rows, int64_t n, const float* weight,'
+            " const float* bias, float* out0) {\n"
+            "    #pragma omp parallel for\n"
+            "    for (int64_t r = 0; r < rows; ++r) {\n"
+            "        const float* row = x + r * n;\n"
+            "        float* out = out0 + r * n;\n"
+            f"{body}\n{tail}\n"
+            "    }\n}\n"
+        )
+    src = tmp_path / "rows.cpp"
+    src.write_text("#include <algorithm>\n#include <cmath>\n#include <cstdint>\n" + "\n".join(functions))
+    lib_path = tmp_path / "rows.so"
+    cmd = ["g++", "-O3", "-march=native", "-fopenmp", "-std=c++17", "-shared", "-fPIC", "-o", str(lib_path), str(src)]
+    subprocess.run(cmd, check=True, timeout=120)
+    lib = ctypes.CDLL(str(lib_path))
+    gen = torch.Generator().manual_seed(2)
+    x = torch.randn(6, 301, generator=gen) * 3 + 0.5
+    w, b = torch.randn(301, generator=gen), torch.randn(301, generator=gen)
+    for name, reference in ROW_TORCH.items():
+        out = torch.empty_like(x)
+        fn = getattr(lib, f"f_{name}")
+        fn.argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_int64,
+            ctypes.c_int64,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+        ]
+        fn(x.data_ptr(), 6, 301, w.data_ptr(), b.data_ptr(), out.data_ptr())
+        torch.testing.assert_close(out, reference(x, w, b), msg=lambda m, n=name: f"{n}: {m}")
