@@ -163,6 +163,17 @@ UNDECLARED_FUNCTION = (
 )
 
 
+# tools/compare.py's wording when a candidate produced NaN or Inf where the reference has numbers.
+NAN_WHERE_FINITE = "NaN/Inf where the reference is finite"
+# The embedded model took sqrt(sum of x) for an L2 norm three times: NaN for every row with a
+# negative sum, and the plain mismatch advice never said where NaN comes from.
+NAN_HINT = (
+    "your kernel produced NaN or Inf where the reference has numbers: look for a square root or log of a value "
+    "that can be negative (a sum of values instead of a sum of squares), a division by zero, or exp of a large "
+    "value without subtracting the maximum first"
+)
+
+
 def compiler_fix(error_line: str, source_line: str = "") -> str:
     """The specific fix for a known compiler error, or ''. ``source_line``: the line g++ quotes."""
     m = _UNDECLARED.search(error_line) or _NOT_BEEN_DECLARED.search(error_line)
@@ -212,6 +223,8 @@ def repair_hints(result: dict[str, Any], fmt: str = "module") -> str:
         elif status in ("runtime_error", "mismatch", "timeout"):
             first = (result.get("message") or "").strip().splitlines()[0][:300] if result.get("message") else ""
         hint = STATUS_HINTS.get(status, f"the verifier reported {status}")
+        if status == "mismatch" and NAN_WHERE_FINITE in (result.get("message") or ""):
+            hint = f"{NAN_HINT}; {hint}"
         if status == "compile_error" and (fix := compiler_fix(first, source)):
             hint = f"{fix}; {hint[0].lower()}{hint[1:]}"
             if source:

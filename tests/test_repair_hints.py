@@ -4,6 +4,7 @@ asked for advice."""
 
 from __future__ import annotations
 
+import inspect
 from types import SimpleNamespace
 
 import pytest
@@ -207,3 +208,18 @@ def test_static_rejections_name_a_rule_the_hints_know():
     checks = anticheat.static_checks(TORCH_RELU, (EXAMPLES / "relu.py").read_text())
     failed = anticheat.first_failure(checks)
     assert failed and failed["rule"] in hints.RULE_HINTS
+
+
+def test_nan_where_the_reference_is_finite_says_where_nan_comes_from():
+    # The message tools/compare.py writes (its wording, checked against the constant here).
+    from pragma.tools import compare
+
+    assert hints.NAN_WHERE_FINITE in inspect.getsource(compare)
+    message = (
+        "trial 0: output 0: 6141450 of 6143047 elements differ beyond atol=0.0001, rtol=0.0001 (max abs diff 31.1; "
+        "3060265 NaN/Inf where the reference is finite); first: at [0, 0]: expected -0.01899, got nan"
+    )
+    text = hints.repair_hints({"status": "mismatch", "message": message}, "kernel")
+    assert "square root or log of a value that can be negative" in text
+    plain = hints.repair_hints({"status": "mismatch", "message": "trial 0: output 0: 5 of 9 elements differ"}, "kernel")
+    assert "square root" not in plain
