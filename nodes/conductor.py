@@ -131,8 +131,9 @@ def conductor(state: PragmaState, runtime: Runtime[Context]) -> dict:
     # and no profiler knowledge or lookup tool either.
     no_profile = runtime.context.agent_mode == "no-profile"
     if advice_mode(runtime.context) == "rules":
+        code = candidate.get("kernel") or candidate.get("code") or ""
         guidance = playbook.guidance_from_profile(
-            profile, best, float(result["speedup"]), runtime.context.backend, no_profile
+            profile, best, float(result["speedup"]), runtime.context.backend, no_profile, code
         )
         return {
             "log": [recording.rules_entry("conductor", candidate["iteration"], guidance["text"])],

@@ -6,10 +6,14 @@ bottleneck_evidence, roofline); they are not captured from a profiler run."""
 
 from __future__ import annotations
 
+import ctypes
+import shutil
+import subprocess
 from types import SimpleNamespace
 
 import pytest
 import scripted
+import torch
 
 from pragma.graph.context import resolve_context
 from pragma.nodes import playbook
@@ -81,3 +85,53 @@ def test_optimize_advice_auto_is_rules_for_the_local_model_only():
     assert advice_mode(resolve_context(coder_model="local")) == "rules"
     assert advice_mode(resolve_context(coder_model="openai:big")) == "model"
     assert advice_mode(resolve_context(coder_model="local", optimize_advice="model")) == "model"
+
+
+SIGMOID = """#include <cmath>
+#include <cstdint>
+static inline float sigmoid_fn(float v) { using namespace std; return (float)(1 / (1 + exp(-v))); }
+extern "C" void pragma_kernel(const float* x, int64_t x_dim0, int64_t x_dim1,
+                              float* out0, int64_t out0_dim0, int64_t out0_dim1) {
+    const int64_t n = x_dim0 * x_dim1;
+    #pragma omp parallel for simd
+    for (int64_t i = 0; i < n; ++i) out0[i] = sigmoid_fn(x[i]);
+}
+"""
+
+
+def test_a_kernel_calling_libm_gets_the_simd_declaration_step_first():
+    guidance = playbook.guidance_from_profile({"bottleneck": "memory-bound"}, {}, 0.18, "cpu", False, SIGMOID)
+    steps = guidance["text"].split("Next steps:\n")[1]
+    assert steps.startswith("1. the loop calls expf one element at a time")
+    assert "#pragma omp declare simd notinbranch\nfloat expf(float);" in steps
+    # Already declared, no libm call, or the GPU: the plan is the label's alone.
+    declared = SIMD_DECL + SIGMOID
+    for code, backend in ((declared, "cpu"), ("out0[i] = x[i] > 0 ? x[i] : 0;", "cpu"), (SIGMOID, "gpu")):
+        text = playbook.guidance_from_profile({"bottleneck": "memory-bound"}, {}, 1.0, backend, False, code)["text"]
+        assert "declare simd" not in text
+
+
+SIMD_DECL = 'extern "C" {\n#pragma omp declare simd notinbranch\nfloat expf(float);\n}\n'
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+def test_the_simd_declaration_makes_gpp_call_glibcs_vector_exp_and_stays_correct(tmp_path):
+    # What the step promises, with the verifier's compiler flags: the vector expf is called and the
+    # result is within the verifier's tolerance of torch.
+    from pragma.tools.cext import DEFAULT_FLAGS
+
+    step = playbook.libm_step(SIGMOID)
+    decl = step[step.index('extern "C" {') :]
+    src = tmp_path / "k.cpp"
+    src.write_text(SIGMOID.replace("static inline", decl + "\nstatic inline", 1))
+    lib_path = tmp_path / "k.so"
+    subprocess.run(["g++", *DEFAULT_FLAGS, "-o", str(lib_path), str(src)], check=True, timeout=120)
+    symbols = subprocess.run(["nm", "-D", str(lib_path)], capture_output=True, text=True, check=True).stdout
+    assert "_ZGV" in symbols and "v_expf" in symbols, symbols
+    fn = ctypes.CDLL(str(lib_path)).pragma_kernel
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64] * 2
+    x = torch.randn(37, 129, generator=torch.Generator().manual_seed(3)) * 6
+    out = torch.empty_like(x)
+    fn(x.data_ptr(), 37, 129, out.data_ptr(), 37, 129)
+    torch.testing.assert_close(out, torch.sigmoid(x), atol=1e-4, rtol=1e-4)
