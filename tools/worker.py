@@ -156,26 +156,6 @@ def _describe_outputs(out: Any) -> dict[str, Any]:
     return {"container": type(out).__name__ if many else "", "items": [_describe(y) for y in (out if many else [out])]}
 
 
-def _in_shared_region(inputs: list[Any]) -> list[Any]:
-    """Copies of ``inputs``' tensors in a memfd region, as the verifier's timed rounds hand them to
-    the reference (``tools/shm.py``). Why: shared memory sits on 4 KiB pages here (shmem THP
-    ``never``) where a heap tensor sits on huge pages, and the reference reads its inputs faster
-    from the heap (ReLU over 32 MB: 2.0-2.2 ms from the heap, 3.3 ms from the region), so a probe
-    timed on heap inputs printed a reference time the verifier then did not measure."""
-    from pragma.tools import shm
-
-    specs, size_bytes = shm.layout(inputs)
-    if not specs:
-        return inputs
-    region = shm.Region(size_bytes, "pragma-probe-inputs")
-    placed = list(inputs)
-    for spec in specs:
-        view = region.view(spec)
-        view.copy_(inputs[spec["index"]])
-        placed[spec["index"]] = view
-    return placed
-
-
 def _probe(req: dict[str, Any], workdir: Path) -> dict[str, Any]:
     """Load the problem alone: its inputs' shapes and one timed reference call."""
     import torch
@@ -188,7 +168,6 @@ def _probe(req: dict[str, Any], workdir: Path) -> dict[str, Any]:
         init_inputs = list(problem.get_init_inputs())
         model = problem.Model(*init_inputs)
         inputs = list(problem.get_inputs())
-        timed = _in_shared_region(inputs)
         _announce(workdir, "run_reference")
         with torch.no_grad():
             out = model(*inputs)
@@ -200,7 +179,7 @@ def _probe(req: dict[str, Any], workdir: Path) -> dict[str, Any]:
             spent = time.perf_counter()
             while len(samples_ms) < 10 and (len(samples_ms) < 3 or time.perf_counter() - spent < 0.6):
                 t0 = time.perf_counter()
-                model(*timed)
+                model(*inputs)
                 samples_ms.append((time.perf_counter() - t0) * 1e3)
             steady = samples_ms[3:] if len(samples_ms) >= 6 else samples_ms[1:]
             ref_ms = sorted(steady)[len(steady) // 2]
