@@ -82,6 +82,7 @@ SUITE_PROBLEMS = ("leaky_relu", "sigmoid", "layer_norm")
 
 
 @pytest.mark.local_model
+@pytest.mark.integration
 def test_embedded_model_on_three_problems_of_the_repo_suite(tmp_path):
     # The eval harness as a user runs it, on the embedded model: every problem gets kernel-format
     # candidates written by the model and judged by the real verifier, and the results database
