@@ -135,3 +135,14 @@ def test_compute_side_and_missing_roofline_verdicts():
     honoured, why = stop_verdict(_state(2, {"status": "unavailable"}), ctx)
     assert honoured and "no roofline" in why
     assert resolve_context(env={}).min_iterations == 4
+
+
+def test_stop_above_the_roof_is_overruled(stopping_conductor):
+    # The demo's ReLU profile read 158% of its DRAM roof: the roof did not bound that kernel, so it
+    # says nothing about being at the limit (a faster ReLU exists).
+    ctx = resolve_context(coder_model="scripted:coder", min_iterations=2, max_iterations=8, knowledge_tool_calls=0)
+    state, route = _decide(_state(3, _roof(158.0)), ctx)
+    assert route == "coder"
+    why = state["stop_overrules"][0]["reason"]
+    assert "158% of its memory roof" in why and "above its roof" in why
+    assert stop_verdict(_state(3, _roof(110.0)), ctx)[0] is True  # within measurement noise of the roof
