@@ -49,14 +49,9 @@ ELEMENTWISE: dict[str, tuple[str, str]] = {
 NOTES: dict[str, str] = {
     "gelu": "approximate='tanh': 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)))",
 }
-# Operators over a dimension or a group of elements, in words.
+# Operators over a dimension or a group of elements that have no C++ here (row-wise ones are
+# ROW_BODIES below), in words.
 REDUCTIONS: dict[str, str] = {
-    "softmax": "softmax over dim d: m = max over d; e = exp(v - m); out = e / (sum over d of e)",
-    "log_softmax": "log_softmax over dim d: m = max over d; out = v - m - log(sum over d of exp(v - m))",
-    "layer_norm": "layer_norm over the last dims (normalized_shape), per row: mean = sum(v) / n; "
-    "var = sum((v - mean)^2) / n (biased, divide by n); out = (v - mean) / sqrt(var + eps) * weight + bias "
-    "(eps=1e-5; weight and bias have the normalized shape)",
-    "rms_norm": "rms_norm over the last dims, per row: out = v / sqrt(sum(v * v) / n + eps) * weight",
     "batch_norm": "batch_norm, per channel c (dim 1) over the batch and every spatial position: "
     "training mode (a module's default): mean_c = sum / count; var_c = sum((v - mean_c)^2) / count (biased); "
     "out = (v - mean_c) / sqrt(var_c + eps) * weight[c] + bias[c] (eps=1e-5); "
@@ -66,10 +61,6 @@ REDUCTIONS: dict[str, str] = {
     "out = (v - mean) / sqrt(var + eps) * weight[c] + bias[c] (eps=1e-5, per channel c)",
     "instance_norm": "instance_norm: per sample and channel, over the spatial positions: mean, var (biased); "
     "out = (v - mean) / sqrt(var + eps) (eps=1e-5; affine=False by default: no weight or bias)",
-    "normalize": "normalize(v, p=2.0, dim=1, eps=1e-12): out = v / max(norm, eps), norm = sqrt(sum over dim of v * v) "
-    "for p=2 (sum of |v|^p, then ^(1/p), in general)",
-    "mean": "mean over dim d: the sum of the values along d divided by their count (keepdim=True keeps d with size 1, "
-    "so the result broadcasts back over d)",
 }
 # Operators computed over the last dim of a 2-D input (or dim=-1), one row at a time: their
 # kernel-format system prompt shows a row loop (nodes/coder.py), not the element-wise example, and
@@ -120,10 +111,10 @@ def _definition(name: str) -> str:
     if name in ELEMENTWISE:
         signature, expr = ELEMENTWISE[name]
         return f"{signature} = {expr}" + (f"; {NOTES[name]}" if name in NOTES else "")
-    return REDUCTIONS[name]
+    return ROW_BODIES.get(name) or REDUCTIONS[name]
 
 
-FORMULAS: dict[str, str] = {name: _definition(name) for name in (*ELEMENTWISE, *REDUCTIONS)}
+FORMULAS: dict[str, str] = {name: _definition(name) for name in (*ELEMENTWISE, *ROW_BODIES, *REDUCTIONS)}
 
 # Module classes and other spellings -> FORMULAS keys.
 ALIASES: dict[str, str] = {
@@ -200,7 +191,7 @@ def render(source: str) -> str:
     line per other operator, or '' when it names none this table knows."""
     found = lookup(source)
     functions = [cpp_function(name) for name, _ in found if name in ELEMENTWISE]
-    lines = [f"- {definition}" for name, definition in found if name not in ELEMENTWISE and name not in ROW_BODIES]
+    lines = [f"- {definition}" for name, definition in found if name in REDUCTIONS]
     parts = []
     if functions:
         first = next(name for name, _ in found if name in ELEMENTWISE)
