@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pragma.graph.clikit import console, out  # the CLI's consoles: plain text, no markup
+
 PROBLEM_PATH = Path(__file__).resolve().parent / "suites" / "examples" / "relu.py"
 SOURCE_ID = "@SOURCE_ID@"
 
@@ -136,11 +138,8 @@ def load_avg() -> list[float]:
 
 
 def fail(row: dict[str, Any], result: dict[str, Any]) -> None:
-    print(
-        f"\n{row['path']} source {row['source']} ended with status {result['status']!r}: {result['message']}",
-        file=sys.stderr,
-    )
-    print((result.get("log_tail") or "")[-3000:], file=sys.stderr)
+    console.out(f"\n{row['path']} source {row['source']} ended with status {result['status']!r}: {result['message']}")
+    console.out((result.get("log_tail") or "")[-3000:])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -161,13 +160,13 @@ def main(argv: list[str] | None = None) -> int:
     load_start = load_avg()
     rows: list[dict[str, Any]] = []
     fast_sources: list[str] = []
-    print(
+    out.out(
         f"problem {PROBLEM_PATH}\ndata dir {data_dir}\ncpus {os.cpu_count()}, "
         f"num_threads {ctx.num_threads}, compile_timeout_s {ctx.compile_timeout_s:.0f}, "
         f"timed_calls {ctx.timed_calls}, correctness_trials {ctx.correctness_trials}"
     )
-    print(f"load average at start (1/5/15 min): {load_start}\n")
-    print(f"{'#':>2}  {'source':>6}  {'path':<6}  {'wall_s':>8}  {'verifier_s':>10}  {'speedup':>7}  status")
+    out.out(f"load average at start (1/5/15 min): {load_start}\n")
+    out.out(f"{'#':>2}  {'source':>6}  {'path':<6}  {'wall_s':>8}  {'verifier_s':>10}  {'speedup':>7}  status")
     try:
         # Interleaved (fast, inline, fast, ...) so background load lands on both paths alike.
         for i in range(args.sources):
@@ -187,10 +186,9 @@ def main(argv: list[str] | None = None) -> int:
                     "build_kinds": [b.get("kind") for b in result.get("builds", [])],
                 }
                 rows.append(row)
-                print(
+                out.out(
                     f"{len(rows):>2}  {i:>6}  {path:<6}  {wall_s:>8.2f}  {result['wall_s']:>10.2f}  "
                     f"{result['speedup']:>7.2f}  {result['status']}",
-                    flush=True,
                 )
                 if result["status"] != "ok":
                     fail(row, result)
@@ -214,15 +212,14 @@ def main(argv: list[str] | None = None) -> int:
                     "status": cached["status"],
                 }
             )
-            print(
+            out.out(
                 f"{'':>2}  {i:>6}  {'fast*':<6}  {wall_s:>8.2f}  {cached['wall_s']:>10.2f}  "
                 f"{cached['speedup']:>7.2f}  {cached['status']}",
-                flush=True,
             )
             if cached["status"] != "ok":
                 fail(cached_rows[-1], cached)
                 return 1
-        print("(fast* = re-verify of the same source, build cached)")
+        out.out("(fast* = re-verify of the same source, build cached)")
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
 
@@ -248,18 +245,18 @@ def main(argv: list[str] | None = None) -> int:
         # What the first build of a fast source adds on top of the verifier's own cost.
         "fast_build_overhead_s": round(median_s["fast"] - cached_s, 3),
     }
-    print(f"\nmedian fast:   {median_s['fast']:.2f} s  (n={args.sources})")
+    out.out(f"\nmedian fast:   {median_s['fast']:.2f} s  (n={args.sources})")
     if "inline" in median_s:
         ratio = median_s["inline"] / median_s["fast"]
         figures.update(median_inline_s=round(median_s["inline"], 3), inline_over_fast=round(ratio, 2))
-        print(f"median inline: {median_s['inline']:.2f} s  (n={args.sources})")
-        print(f"ratio inline/fast: {ratio:.1f}x")
-    print(f"median fast re-verify, build cached (the verifier's compile-free cost): {cached_s:.2f} s")
-    print(f"so a new fast build adds {median_s['fast'] - cached_s:+.2f} s to a verify")
-    print(f"load average at end (1/5/15 min): {load_end}")
+        out.out(f"median inline: {median_s['inline']:.2f} s  (n={args.sources})")
+        out.out(f"ratio inline/fast: {ratio:.1f}x")
+    out.out(f"median fast re-verify, build cached (the verifier's compile-free cost): {cached_s:.2f} s")
+    out.out(f"so a new fast build adds {median_s['fast'] - cached_s:+.2f} s to a verify")
+    out.out(f"load average at end (1/5/15 min): {load_end}")
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
-        print(f"figures written to {args.json}")
+        out.out(f"figures written to {args.json}")
     return 0
 
 

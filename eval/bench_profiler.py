@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pragma.graph.clikit import console, out  # the CLI's consoles: plain text, no markup
+
 log = logging.getLogger("pragma.bench_profiler")
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -132,22 +134,24 @@ def main(argv: list[str] | None = None) -> int:
     load_start = [round(x, 2) for x in os.getloadavg()]
     loadavg_start = _loadavg()
     profiles: dict[str, dict[str, Any]] = {}
-    print(
+    out.out(
         f"cpus {os.cpu_count()}, num_threads {ctx.num_threads}, profile_calls {ctx.profile_calls}, "
         f"callgrind_calls {ctx.callgrind_calls}, profile_simulate {ctx.profile_simulate}"
     )
-    print(f"load at start (/proc/loadavg): {loadavg_start}")
+    out.out(f"load at start (/proc/loadavg): {loadavg_start}")
     try:
         t0 = time.monotonic()
         peak = hardware.peaks()
         peaks_s = time.monotonic() - t0
-        print(f"machine peaks measured once in {peaks_s:.1f} s: {json.dumps(peak)}\n")
-        print(f"{'candidate':<20} {'total_s':>8} " + " ".join(f"{t:>13}" for t in TOOLS) + "  confidence / bottleneck")
+        out.out(f"machine peaks measured once in {peaks_s:.1f} s: {json.dumps(peak)}\n")
+        out.out(
+            f"{'candidate':<20} {'total_s':>8} " + " ".join(f"{t:>13}" for t in TOOLS) + "  confidence / bottleneck"
+        )
         for name, problem, candidate in cases:
             code = candidate.read_text()
             verdict = verify_candidate(str(problem), code, ctx)
             if verdict["status"] != "ok":
-                print(f"{name}: verification failed ({verdict['status']}): {verdict['message'][:200]}", file=sys.stderr)
+                console.out(f"{name}: verification failed ({verdict['status']}): {verdict['message'][:200]}")
                 return 1
             t0 = time.monotonic()
             profile = profile_candidate(str(problem), code, ctx)
@@ -179,16 +183,15 @@ def main(argv: list[str] | None = None) -> int:
                 where = f" ({roof['bandwidth_pct']:.0f}% of the {roof['roof_level']} roof)"
             waited = tools.get("perf_stat", {}).get("timing_slot_waited_s", 0.0)
             where += f", slot wait {waited:.1f} s" if waited else ""
-            print(
+            out.out(
                 f"{name:<20} {total_s:>8.1f} {cells}  {profile.get('confidence')} / {profile.get('bottleneck')}{where}",
-                flush=True,
             )
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
     load_end = [round(x, 2) for x in os.getloadavg()]
     loadavg_end = _loadavg()
     diagnoses = []
-    print("\ndiagnoses (default settings):")
+    out.out("\ndiagnoses (default settings):")
     for pair, a, b, told_apart, what in DIAGNOSES:
         if a not in profiles or b not in profiles:
             continue
@@ -203,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
                 "labels": [profiles[a].get("bottleneck"), profiles[b].get("bottleneck")],
             }
         )
-        print(
+        out.out(
             f"  {pair:<30} {'told apart' if ok else 'NOT told apart':<15} {what}: "
             f"{a} -> {profiles[a].get('bottleneck')}, {b} -> {profiles[b].get('bottleneck')}"
         )
@@ -212,12 +215,12 @@ def main(argv: list[str] | None = None) -> int:
     # Waiting for the timing slot is other processes' timed work, not the profiler's cost.
     active = sorted(r["total_s"] - (r["timing_slot_waited_s"] or 0.0) for r in rows)
     median_active_s = round(active[len(active) // 2], 2) if active else 0.0
-    print(
+    out.out(
         f"\nmedian profiling time per candidate: {median_s:.1f} s (n={len(rows)}, target <= 10 s); "
         "callgrind runs only when asked for or when the cheap evidence is ambiguous"
     )
-    print(f"median without timing-slot waits: {median_active_s:.1f} s")
-    print(f"load at end (/proc/loadavg): {loadavg_end}")
+    out.out(f"median without timing-slot waits: {median_active_s:.1f} s")
+    out.out(f"load at end (/proc/loadavg): {loadavg_end}")
     if args.json:
         Path(args.json).write_text(
             json.dumps(

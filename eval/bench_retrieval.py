@@ -19,6 +19,8 @@ from pathlib import Path
 
 import yaml
 
+from pragma.graph.clikit import out  # the CLI's consoles: plain text, no markup
+
 QUESTIONS = Path(__file__).parent / "data" / "retrieval_questions.yaml"
 
 
@@ -56,7 +58,7 @@ def evaluate(k: int = 3, verbose: bool = False) -> dict:
     query_s = time.monotonic() - start
     if verbose:
         for q, missing, got in misses:
-            print(f"MISS {q!r}\n  missing {missing}\n  got     {got}")
+            out.out(f"MISS {q!r}\n  missing {missing}\n  got     {got}")
     return {
         "questions": len(questions),
         "recall": recall_sum / len(questions),
@@ -87,14 +89,14 @@ def main(argv: list[str] | None = None) -> int:
     warm = store.build(load_seed())
     result = evaluate(args.k, args.verbose)
     load1, load5, _ = os.getloadavg()
-    print(f"machine: {os.cpu_count()} cores, load average {load1:.2f} (1 min) {load5:.2f} (5 min)")
-    print(f"seed compendium: {cold.entries} entries; embedding model load {load_s:.1f} s")
-    print(f"store build from seed, cold (all {cold.embedded_now} documents embedded): {cold.build_s:.1f} s")
-    print(
+    out.out(f"machine: {os.cpu_count()} cores, load average {load1:.2f} (1 min) {load5:.2f} (5 min)")
+    out.out(f"seed compendium: {cold.entries} entries; embedding model load {load_s:.1f} s")
+    out.out(f"store build from seed, cold (all {cold.embedded_now} documents embedded): {cold.build_s:.1f} s")
+    out.out(
         f"store build from seed with the shipped vectors ({warm.embedded_now} not shipped, embedded now): "
         f"{warm.build_s:.2f} s"
     )
-    print(
+    out.out(
         f"recall@{args.k}: {result['recall']:.3f}  hit@{args.k}: {result['hit_rate']:.3f}  "
         f"({result['questions']} questions, {result['misses']} not fully answered, "
         f"{result['mean_query_ms']:.0f} ms per query)"

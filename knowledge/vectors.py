@@ -84,4 +84,6 @@ def seed_coverage() -> tuple[int, int]:
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO)
-    print(f"wrote {write_seed_vectors()} vectors to {SHIPPED}")
+    from pragma.graph.clikit import out
+
+    out.out(f"wrote {write_seed_vectors()} vectors to {SHIPPED}")
