@@ -15,6 +15,7 @@ compiles each element-wise entry with g++ and compares it with torch.
 from __future__ import annotations
 
 import re
+from typing import TypedDict
 
 # Element-wise operators: name -> (signature with PyTorch's defaults, C++ expression in v). The
 # expression is valid C++ with `using namespace std` and the signature's arguments as constants:
@@ -156,8 +157,23 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
+# Operators a problem writes out instead of calling: name -> (a test on the source, the parts it
+# stands for). The suite's rms_norm is `x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps)
+# * self.weight`; shown rsqrt and the row mean, the embedded model wrote 1/sqrt(sum of squares)
+# five times (no mean, no eps, no weight). A mean of squares over a kept dim under a square root is
+# an RMS norm, whatever multiplies it.
+_MEAN_OF_SQUARES = re.compile(r"(?:\.pow\(\s*2(?:\.0)?\s*\)|\*\*\s*2(?:\.0)?\s*\)|\.square\(\s*\))\s*\.mean\(")
+SPELLED_OUT: dict[str, tuple[re.Pattern[str], tuple[str, ...]]] = {
+    "rms_norm": (
+        re.compile(rf"(?=[\s\S]*{_MEAN_OF_SQUARES.pattern})(?=[\s\S]*keepdim\s*=\s*True)(?=[\s\S]*\br?sqrt\()"),
+        ("rsqrt", "sqrt", "mean"),
+    ),
+}
+
+
 def lookup(source: str) -> list[tuple[str, str]]:
-    """(name, definition) for every operator of FORMULAS that ``source`` calls, first mention first."""
+    """(name, definition) for every operator of FORMULAS that ``source`` calls, first mention first;
+    an operator it writes out (SPELLED_OUT) stands in for its parts, where the first of them was."""
     found: dict[str, str] = {}
     for m in _CALL.finditer(source):
         raw = m.group(1)
@@ -166,6 +182,12 @@ def lookup(source: str) -> list[tuple[str, str]]:
             if name:
                 found.setdefault(name, FORMULAS[name])
                 break
+    for name, (test, parts) in SPELLED_OUT.items():
+        if name not in found and test.match(source):
+            items = list(found.items())
+            at = next((i for i, (key, _) in enumerate(items) if key in parts), len(items))
+            items.insert(at, (name, FORMULAS[name]))
+            found = {key: text for key, text in items if key not in parts}
     return list(found.items())
 
 
@@ -186,9 +208,74 @@ def cpp_function(name: str) -> str:
     return f"static inline float {cpp_name(name)}(float v{params}) {{ using namespace std; return (float)({expr}); }}"
 
 
-def render(source: str) -> str:
-    """The element-wise operators the problem names as C++ functions (one fenced block), then one
-    line per other operator, or '' when it names none this table knows."""
+class RowNames(TypedDict):
+    """The kernel signature's names a row-wise operator's loop is written in (nodes/coder.py reads
+    them from the kernel spec)."""
+
+    x: str  # the input the operator reads row by row (its sizes are x_dim0, x_dim1, ...)
+    ndim: int  # that input's number of dims: the rows are every dim but the last
+    out: str  # the output written row by row
+    weight: str  # the per-column weight argument ('' when the signature has none)
+    bias: str  # the per-column bias argument ('' when the signature has none)
+
+
+DEFAULT_NAMES = RowNames(x="x", ndim=2, out="out0", weight="weight", bias="bias")
+
+
+_NUMBER = r"[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?"
+
+
+def eps_of(source: str) -> str:
+    """The epsilon the problem passes (``eps=1e-6`` in a call, a module constant ``eps = 1e-6``, or
+    the number added to a kept-dim mean: ``.mean(-1, keepdim=True) + 1e-6``), or ''. Why: an RMS norm
+    with PyTorch's default eps (1.2e-7) instead of the problem's 1e-6 passes on unit-scale inputs and
+    fails on the verifier's x1e-3 inputs, where the mean of squares is about eps itself."""
+    m = re.search(rf"\beps\s*=\s*({_NUMBER})", source) or re.search(
+        rf"keepdim\s*=\s*True\s*\)\s*\+\s*({_NUMBER})\b", source
+    )
+    return m.group(1) if m else ""
+
+
+def row_loop(name: str, names: RowNames = DEFAULT_NAMES, eps: str = "") -> str:
+    """``name``'s statements inside the whole row loop, in the signature's names: a body to paste
+    into pragma_kernel. Why the loop and not only the statements: given the statements for one row
+    "inside the row loop of the example", the embedded model pasted them straight into the function
+    body three times for layer_norm (row 0 right, every other row unwritten)."""
+    x, d = names["x"], max(int(names["ndim"]), 1)
+    body = ROW_BODIES[name]
+    if eps:  # the problem's epsilon instead of PyTorch's default
+        body = re.sub(
+            r"^const float eps = [^;]+;[^\n]*", f"const float eps = {float(eps)!r}f;  // forward()'s eps", body
+        )
+    aliases = []
+    for arg in ("weight", "bias"):
+        if not re.search(rf"\b{arg}\[", body):
+            continue
+        if not names[arg]:  # the problem has no such argument: the operator runs without it
+            body = re.sub(rf"\s*[*+]\s*{arg}\[j\]", "", body)
+        elif names[arg] != arg:
+            aliases.append(f"const float* {arg} = {names[arg]};  // the signature's {names[arg]}")
+    rows = " * ".join(f"{x}_dim{i}" for i in range(d - 1)) or "1"
+    lines = [
+        f"// {name}: one row of {x} (its last dim) per iteration of r",
+        f"const int64_t n = {x}_dim{d - 1};  // the row length",
+        f"const int64_t rows = {rows};  // the number of rows",
+        *aliases,
+        "#pragma omp parallel for",
+        "for (int64_t r = 0; r < rows; ++r) {",
+        f"    const float* row = {x} + r * n;  // the input row",
+        f"    float* out = {names['out']} + r * n;  // the output row",
+        *(f"    {line}" for line in body.splitlines()),
+    ]
+    if not re.search(r"\bout\[j\]\s*=", body):
+        lines.append("    // then write out[j] for every j < n from row[j] and the value above")
+    return "\n".join([*lines, "}"])
+
+
+def render(source: str, names: RowNames = DEFAULT_NAMES) -> str:
+    """The element-wise operators the problem names as C++ functions (one fenced block), the
+    row-wise ones as whole row loops in the signature's ``names``, then one line per other
+    operator, or '' when it names none this table knows."""
     found = lookup(source)
     functions = [cpp_function(name) for name, _ in found if name in ELEMENTWISE]
     lines = [f"- {definition}" for name, definition in found if name in REDUCTIONS]
@@ -204,11 +291,11 @@ def render(source: str) -> str:
         )
     rows = [name for name, _ in found if name in ROW_BODIES]
     if rows:
-        bodies = "\n".join(f"// {name}, one row\n{ROW_BODIES[name]}" for name in rows)
+        loops = "\n".join(row_loop(name, names, eps_of(source)) for name in rows)
         parts.append(
-            "Row-wise operators as C++ statements for one row, inside the row loop of the system prompt's example"
-            " (row: the input row, out: the output row, n: the row length); use the values forward() passes"
-            f" where they differ from the defaults:\n```cpp\n{bodies}\n```"
+            "Row-wise operators as the body of pragma_kernel: the loop over every row with the operator's"
+            " statements for one row (row: the input row, out: the output row, n: the row length); paste it"
+            f" into your function and use the values forward() passes where they differ from the defaults:\n```cpp\n{loops}\n```"
         )
     return "\n".join(parts + lines)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.runtime import Runtime
 
@@ -20,6 +20,9 @@ from pragma.nodes import budget, chat, hints, llm, prompts
 from pragma.tools import glue
 from pragma.tools.backends import backend_for
 from pragma.tools.extract import ExtractionError, extract_code, strip_reasoning
+
+if TYPE_CHECKING:
+    from pragma.knowledge.formulas import RowNames
 
 log = logging.getLogger("pragma.coder")
 
@@ -128,13 +131,35 @@ def _human(state: PragmaState, ctx: Context, fmt: str, spec: dict[str, Any] | No
     return origin, human
 
 
-def _formulas_section(problem: dict) -> str:
+def _formulas_section(problem: dict, spec: dict[str, Any] | None = None) -> str:
     """The definitions of the operators the problem's source calls (knowledge/formulas.py): a
-    kernel-format Coder writes the math itself, and a small model often does not know it."""
+    kernel-format Coder writes the math itself, and a small model often does not know it. Row
+    loops are written in the names of the kernel ``spec``'s signature."""
     from pragma.knowledge import formulas
 
-    text = formulas.render(problem.get("source") or "")
+    text = formulas.render(problem.get("source") or "", _row_names(spec) if spec else formulas.DEFAULT_NAMES)
     return prompts.FORMULAS_SECTION.format(formulas=text) if text else ""
+
+
+def _row_names(spec: dict[str, Any]) -> RowNames:
+    """The signature's first input and output, and its one per-column weight and bias if it has them."""
+    from pragma.knowledge import formulas
+
+    args = spec.get("args") or []
+    first = next((a for a in args if a["role"] == "input" and a.get("shape")), None)
+    out = next((a["name"] for a in args if a["role"] == "output"), "out0")
+    columns = first["shape"][-1] if first else None
+    weights = [a for a in args if a["role"] == "weight" and list(a.get("shape") or []) == [columns]]
+
+    def named(suffix: str) -> str:
+        matches = [a["name"] for a in weights if a["state_name"].rsplit(".", 1)[-1] == suffix]
+        return matches[0] if len(matches) == 1 else ""
+
+    if first is None:
+        return formulas.DEFAULT_NAMES
+    return formulas.RowNames(
+        x=first["name"], ndim=len(first["shape"]), out=out, weight=named("weight"), bias=named("bias")
+    )
 
 
 def _kernel_system(problem: dict) -> str:
@@ -186,7 +211,7 @@ def coder(state: PragmaState, runtime: Runtime[Context]) -> dict:
     if variant := state.get("variant"):
         human += f"\n<variant>\n{variant}\n</variant>\n"
     if fmt == "kernel":
-        human += _formulas_section(problem)
+        human += _formulas_section(problem, spec)
     human += _memory_section(ctx, problem)
     # The backend decides the kernel language (C++ on cpu, Triton on gpu); the templates are shared.
     system = _kernel_system(problem) if fmt == "kernel" else backend_for(ctx).coder_system

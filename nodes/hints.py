@@ -174,6 +174,15 @@ NAN_HINT = (
 )
 
 
+# tools/compare.py's wording when only the first rows of an output are right.
+FIRST_ROWS_ONLY = "rows match, every later row differs"
+ROW_LOOP_HINT = (
+    "your kernel computes the first row(s) only: the row-wise statements must run once per row, inside "
+    "`for (int64_t r = 0; r < rows; ++r) { const float* row = x + r * n; float* out = out0 + r * n; ... }` "
+    "(rows: the product of every dim but the last, n: the last dim)"
+)
+
+
 def compiler_fix(error_line: str, source_line: str = "") -> str:
     """The specific fix for a known compiler error, or ''. ``source_line``: the line g++ quotes."""
     m = _UNDECLARED.search(error_line) or _NOT_BEEN_DECLARED.search(error_line)
@@ -225,6 +234,8 @@ def repair_hints(result: dict[str, Any], fmt: str = "module") -> str:
         hint = STATUS_HINTS.get(status, f"the verifier reported {status}")
         if status == "mismatch" and NAN_WHERE_FINITE in (result.get("message") or ""):
             hint = f"{NAN_HINT}; {hint}"
+        elif status == "mismatch" and FIRST_ROWS_ONLY in (result.get("message") or ""):
+            hint = f"{ROW_LOOP_HINT}; {hint}"
         if status == "compile_error" and (fix := compiler_fix(first, source)):
             hint = f"{fix}; {hint[0].lower()}{hint[1:]}"
             if source:

@@ -27,7 +27,7 @@ EXPECTED = {
     "layer_norm": "layer_norm",
     "leaky_relu": "leaky_relu",
     "log_softmax": "log_softmax",
-    "rms_norm": "rsqrt",
+    "rms_norm": "rms_norm",
     "sigmoid": "sigmoid",
     "silu": "silu",
     "softplus": "softplus",
@@ -37,6 +37,39 @@ EXPECTED = {
 @pytest.mark.parametrize("problem, name", sorted(EXPECTED.items()))
 def test_each_activation_and_normalization_problem_gets_its_operator(problem, name):
     assert name in [n for n, _ in formulas.lookup((SUITE / f"{problem}.py").read_text())]
+
+
+def test_an_operator_written_out_stands_in_for_its_parts():
+    # An RMS norm spelled with rsqrt and a mean of squares is rms_norm, not rsqrt and a row mean;
+    # a square root of a plain mean of squares (an RMSE, no kept dim) is not a norm.
+    for spelled in (
+        "return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * self.weight",
+        "return x / torch.sqrt((x ** 2).mean(-1, keepdim=True) + 1e-6)",
+        "return torch.tanh(x) * torch.rsqrt(x.square().mean(dim=1, keepdim=True) + 1e-5)",
+    ):
+        names = [n for n, _ in formulas.lookup(spelled)]
+        assert "rms_norm" in names and not {"rsqrt", "mean"} & set(names), spelled
+    assert [n for n, _ in formulas.lookup("return x.tanh() * torch.rsqrt(x.pow(2).mean(1, keepdim=True))")] == [
+        "tanh",
+        "rms_norm",
+    ]
+    assert [n for n, _ in formulas.lookup("return torch.sqrt(((a - b) ** 2).mean())")] == ["mean"]
+
+
+def test_a_row_loop_is_written_in_the_signatures_names():
+    names = formulas.RowNames(x="inp", ndim=3, out="out0", weight="norm_weight", bias="")
+    loop = formulas.row_loop("layer_norm", names)
+    assert "const int64_t n = inp_dim2;" in loop and "const int64_t rows = inp_dim0 * inp_dim1;" in loop
+    assert "const float* weight = norm_weight;" in loop
+    assert "bias[" not in loop  # no bias argument: the operator runs without it
+    assert "for (int64_t r = 0; r < rows; ++r) {" in loop and loop.endswith("}")
+    assert "then write out[j]" in formulas.row_loop("mean")  # a row value, not an output
+    # The problem's epsilon, wherever it states it, replaces PyTorch's default.
+    assert formulas.eps_of((SUITE / "rms_norm.py").read_text()) == "1e-6"
+    assert formulas.eps_of("self.n = nn.LayerNorm(8, eps=1e-3)") == "1e-3"
+    assert formulas.eps_of("return x / torch.sqrt((x ** 2).mean(-1, keepdim=True) + 1e-5)") == "1e-5"
+    assert formulas.eps_of((SUITE / "layer_norm.py").read_text()) == ""
+    assert "const float eps = 0.001f;  // forward()'s eps" in formulas.row_loop("layer_norm", eps="1e-3")
 
 
 def test_spellings_of_one_operator_and_operators_it_does_not_know():
@@ -57,7 +90,7 @@ def test_the_kernel_prompt_carries_the_definition_and_a_module_prompt_does_not_n
     # A row-wise operator gets its statements for one row, an element-wise one beside it its
     # function, and a reduction without C++ here its words.
     mixed = formulas.render("y = F.layer_norm(x, (8,))\nz = nn.GroupNorm(2, 4)(y)\nreturn torch.tanh(z)")
-    assert mixed.index("tanh_fn(float v)") < mixed.index("// layer_norm, one row") < mixed.index("- group_norm(")
+    assert mixed.index("tanh_fn(float v)") < mixed.index("// layer_norm: one row of x") < mixed.index("- group_norm(")
     assert coder._formulas_section({"source": "return a @ b"}) == ""
     assert "formulas" in prompts.FORMULAS_SECTION
 
@@ -159,6 +192,30 @@ def test_each_system_example_compiles_and_computes_what_it_says(tmp_path, system
     out = torch.empty_like(x)
     fn(x.data_ptr(), 5, 7, out.data_ptr(), 5, 7)
     torch.testing.assert_close(out, expected(x))
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+@pytest.mark.parametrize("problem", ["layer_norm", "rms_norm", "l2_normalize", "log_softmax"])
+def test_the_prompts_row_loop_in_the_problems_signature_is_a_verified_kernel(problem):
+    # The <formulas> block exactly as the kernel prompt shows it for the suite's problem, pasted as
+    # the body of the signature the prompt states, through the real verifier: a wrong name, size
+    # or formula in what the model is told to paste would fail here before it fails a run.
+    from pragma.graph.context import resolve_context
+    from pragma.tools import glue
+    from pragma.tools.problem import load_problem
+    from pragma.tools.verify import verify_candidate
+
+    loaded = load_problem(SUITE / f"{problem}.py")
+    spec = glue.kernel_spec(loaded)
+    section = coder._formulas_section(loaded, spec)
+    block = re.search(r"```cpp\n(.*?)```", section, re.DOTALL)
+    assert block and "for (int64_t r = 0; r < rows; ++r)" in block.group(1), section
+    head = re.sub(r"//[^\n]*", "", glue.prototype(spec)).rstrip().removesuffix(";")
+    cpp = f"#include <algorithm>\n#include <cmath>\n#include <cstdint>\n{head} {{\n{block.group(1)}}}\n"
+    ctx = resolve_context(timed_calls=3, warmup_calls=1, warmup_s=0.05)
+    result = verify_candidate(loaded["path"], glue.module_source(spec, cpp), ctx)
+    assert result["status"] == "ok", result["message"]
 
 
 ROW_TORCH = {

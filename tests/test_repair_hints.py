@@ -210,6 +210,29 @@ def test_static_rejections_name_a_rule_the_hints_know():
     assert failed and failed["rule"] in hints.RULE_HINTS
 
 
+def test_a_kernel_that_writes_only_the_first_rows_is_told_to_loop_over_rows():
+    # tools/compare.py's own message for a kernel without its row loop (row 0 right, rows 1.. left
+    # as allocated), and the hint it gets; a mismatch spread over the rows gets neither.
+    import torch
+
+    from pragma.tools import compare
+
+    assert hints.FIRST_ROWS_ONLY == compare.FIRST_ROWS_ONLY
+    ref = torch.randn(5, 7)
+    one_row = torch.zeros(5, 7)
+    one_row[0] = ref[0]
+    result = compare.compare(ref, one_row, 1e-4, 1e-4, [ref])
+    assert "only the first 1 of 5 rows match, every later row differs" in result["message"]
+    text = hints.repair_hints({"status": "mismatch", "message": f"trial 0: {result['message']}"}, "kernel")
+    assert "first row(s) only" in text and "for (int64_t r = 0; r < rows; ++r)" in text
+    for wrong in (ref * 2, torch.cat([ref[:2] * 2, ref[2:]]), torch.cat([ref[:2], ref[2:3] * 2, ref[3:]])):
+        message = compare.compare(ref, wrong, 1e-4, 1e-4, [ref])["message"]
+        assert "rows match" not in message
+        assert "first row(s) only" not in hints.repair_hints({"status": "mismatch", "message": message}, "kernel")
+    flat = compare.compare(ref.reshape(-1), torch.zeros(35), 1e-4, 1e-4)["message"]
+    assert "rows match" not in flat  # a 1-D output has no rows
+
+
 def test_nan_where_the_reference_is_finite_says_where_nan_comes_from():
     # The message tools/compare.py writes (its wording, checked against the constant here).
     from pragma.tools import compare

@@ -77,6 +77,24 @@ def _examples(n: torch.Tensor, r: torch.Tensor, close: torch.Tensor, inputs: lis
     return "; ".join(parts)
 
 
+# The note for a mismatch confined to the rows after the first k (nodes/hints.py knows the wording).
+FIRST_ROWS_ONLY = "rows match, every later row differs"
+
+
+def _rows_note(close: torch.Tensor) -> str:
+    """'; only the first k of R rows match, ...' when every row (last dim) before some k > 0 is
+    right and every row from k on is wrong, else ''. Why: the embedded model pasted a row-wise
+    operator's statements for one row without the loop over rows three times; "N elements differ"
+    with two examples from row 1 never told it that row 0 was right."""
+    if close.dim() < 2 or close.shape[-1] == 0 or close.numel() == 0:
+        return ""
+    row_ok = close.reshape(-1, close.shape[-1]).all(dim=1)
+    k = int(torch.argmin(row_ok.to(torch.uint8)))  # the first wrong row
+    if k == 0 or bool(row_ok[k:].any()):
+        return ""
+    return f"; only the first {k} of {row_ok.numel()} {FIRST_ROWS_ONLY}"
+
+
 def compare(ref_out: Any, new_out: Any, atol: float, rtol: float, inputs: list[Any] | None = None) -> dict[str, Any]:
     """Compare outputs; returns ok, message and the max/mean absolute difference. With ``inputs``
     (the call's), a mismatch's message also shows the first differing elements with the inputs'
@@ -111,7 +129,7 @@ def compare(ref_out: Any, new_out: Any, atol: float, rtol: float, inputs: list[A
                 "max_abs_diff": max_abs,
                 "mean_abs_diff": mean_abs,
                 "message": f"output {i}: {bad} of {n.numel()} elements differ beyond atol={a_tol}, "
-                f"rtol={r_tol} (max abs diff {max_abs:.3g}{nan_note})"
+                f"rtol={r_tol} (max abs diff {max_abs:.3g}{nan_note}){_rows_note(close)}"
                 + (f"; first: {_examples(n, r, close, inputs)}" if inputs is not None else ""),
             }
     return {"ok": True, "max_abs_diff": max_abs, "mean_abs_diff": mean_abs, "message": "outputs match"}
