@@ -50,18 +50,58 @@ ELEMENTWISE: dict[str, tuple[str, str]] = {
 NOTES: dict[str, str] = {
     "gelu": "approximate='tanh': 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)))",
 }
-# Operators over a dimension or a group of elements that have no C++ here (row-wise ones are
-# ROW_BODIES below), in words.
-REDUCTIONS: dict[str, str] = {
-    "batch_norm": "batch_norm, per channel c (dim 1) over the batch and every spatial position: "
-    "training mode (a module's default): mean_c = sum / count; var_c = sum((v - mean_c)^2) / count (biased); "
-    "out = (v - mean_c) / sqrt(var_c + eps) * weight[c] + bias[c] (eps=1e-5); "
-    "eval mode: running_mean[c] and running_var[c] instead of mean_c and var_c",
-    "group_norm": "group_norm(num_groups, num_channels): channels (dim 1) split into num_groups consecutive "
-    "groups; per sample and group, over its channels and spatial positions: mean, var (biased); "
-    "out = (v - mean) / sqrt(var + eps) * weight[c] + bias[c] (eps=1e-5, per channel c)",
-    "instance_norm": "instance_norm: per sample and channel, over the spatial positions: mean, var (biased); "
-    "out = (v - mean) / sqrt(var + eps) (eps=1e-5; affine=False by default: no weight or bias)",
+# Normalizations over channels (dim 1) and the positions after it, as the whole body of a kernel
+# in generic names: `x` (the input, sizes x_dim0, x_dim1, ...), `out0`, `weight` and `bias` (one
+# value per channel), HW (the positions per sample and channel: the product of the dims after 1)
+# and GROUPS (num_groups) are replaced by the signature's names and the problem's values
+# (channel_body). Why whole bodies: in words ("per channel over the batch and every position"),
+# the embedded model wrote five kernels for group_norm that did not compile and five for
+# batch_norm that did not match. tests/test_formulas.py compiles each with g++ against torch.
+_GROUPED = """const int64_t N = x_dim0, C = x_dim1, hw = HW;  // hw: positions per sample and channel
+const int64_t G = GROUPS;  // the number of groups
+const int64_t m = C / G * hw;  // the values of one sample's group: contiguous
+const float eps = 1e-5f;  // PyTorch's default
+#pragma omp parallel for
+for (int64_t bg = 0; bg < N * G; ++bg) {
+    const float* in = x + bg * m;
+    float* out = out0 + bg * m;
+    const int64_t c0 = bg % G * (C / G);  // the group's first channel
+    double s = 0.0;
+    for (int64_t i = 0; i < m; ++i) s += in[i];
+    const float mean = (float)(s / m);
+    double q = 0.0;
+    for (int64_t i = 0; i < m; ++i) q += (double)(in[i] - mean) * (in[i] - mean);
+    const float rstd = (float)(1.0 / std::sqrt(q / m + eps));  // biased variance
+    for (int64_t i = 0; i < m; ++i) {
+        const int64_t c = c0 + i / hw;
+        out[i] = (in[i] - mean) * rstd * weight[c] + bias[c];
+    }
+}"""
+CHANNEL_BODIES: dict[str, str] = {
+    "batch_norm": """const int64_t N = x_dim0, C = x_dim1, hw = HW;  // hw: positions per sample and channel
+const float eps = 1e-5f;  // PyTorch's default
+const double count = (double)N * hw;
+// Training mode (a module's default): each channel's statistics over the batch and every position.
+// In eval mode (model.eval()) mean and var are the module's running_mean[c] and running_var[c].
+#pragma omp parallel for
+for (int64_t c = 0; c < C; ++c) {
+    double s = 0.0;
+    for (int64_t b = 0; b < N; ++b)
+        for (int64_t p = 0; p < hw; ++p) s += x[(b * C + c) * hw + p];
+    const float mean = (float)(s / count);
+    double q = 0.0;
+    for (int64_t b = 0; b < N; ++b)
+        for (int64_t p = 0; p < hw; ++p) q += (double)(x[(b * C + c) * hw + p] - mean) * (x[(b * C + c) * hw + p] - mean);
+    const float rstd = (float)(1.0 / std::sqrt(q / count + eps));  // biased variance
+    for (int64_t b = 0; b < N; ++b)
+        for (int64_t p = 0; p < hw; ++p) {
+            const int64_t i = (b * C + c) * hw + p;
+            out0[i] = (x[i] - mean) * rstd * weight[c] + bias[c];
+        }
+}""",
+    "group_norm": _GROUPED,
+    # One group per channel; affine=False by default (no weight or bias arguments then).
+    "instance_norm": _GROUPED.replace("GROUPS;  // the number of groups", "C;  // one group per channel"),
 }
 # Operators computed over the last dim of a 2-D input (or dim=-1), one row at a time: their
 # kernel-format system prompt shows a row loop (nodes/coder.py), not the element-wise example, and
@@ -112,10 +152,10 @@ def _definition(name: str) -> str:
     if name in ELEMENTWISE:
         signature, expr = ELEMENTWISE[name]
         return f"{signature} = {expr}" + (f"; {NOTES[name]}" if name in NOTES else "")
-    return ROW_BODIES.get(name) or REDUCTIONS[name]
+    return ROW_BODIES.get(name) or CHANNEL_BODIES[name]
 
 
-FORMULAS: dict[str, str] = {name: _definition(name) for name in (*ELEMENTWISE, *ROW_BODIES, *REDUCTIONS)}
+FORMULAS: dict[str, str] = {name: _definition(name) for name in (*ELEMENTWISE, *ROW_BODIES, *CHANNEL_BODIES)}
 
 # Module classes and other spellings -> FORMULAS keys.
 ALIASES: dict[str, str] = {
@@ -208,18 +248,18 @@ def cpp_function(name: str) -> str:
     return f"static inline float {cpp_name(name)}(float v{params}) {{ using namespace std; return (float)({expr}); }}"
 
 
-class RowNames(TypedDict):
-    """The kernel signature's names a row-wise operator's loop is written in (nodes/coder.py reads
-    them from the kernel spec)."""
+class LoopNames(TypedDict):
+    """The kernel signature's names a row or channel loop is written in (nodes/coder.py reads them
+    from the kernel spec)."""
 
-    x: str  # the input the operator reads row by row (its sizes are x_dim0, x_dim1, ...)
-    ndim: int  # that input's number of dims: the rows are every dim but the last
-    out: str  # the output written row by row
-    weight: str  # the per-column weight argument ('' when the signature has none)
-    bias: str  # the per-column bias argument ('' when the signature has none)
+    x: str  # the input the operator reads (its sizes are x_dim0, x_dim1, ...)
+    ndim: int  # that input's number of dims: rows are every dim but the last; channels are dim 1
+    out: str  # the output it writes
+    weight: str  # the per-column (row-wise) or per-channel weight argument ('' when there is none)
+    bias: str  # the same for the bias ('' when there is none)
 
 
-DEFAULT_NAMES = RowNames(x="x", ndim=2, out="out0", weight="weight", bias="bias")
+DEFAULT_NAMES = LoopNames(x="x", ndim=2, out="out0", weight="weight", bias="bias")
 
 
 _NUMBER = r"[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?"
@@ -236,25 +276,47 @@ def eps_of(source: str) -> str:
     return m.group(1) if m else ""
 
 
-def row_loop(name: str, names: RowNames = DEFAULT_NAMES, eps: str = "") -> str:
-    """``name``'s statements inside the whole row loop, in the signature's names: a body to paste
-    into pragma_kernel. Why the loop and not only the statements: given the statements for one row
-    "inside the row loop of the example", the embedded model pasted them straight into the function
-    body three times for layer_norm (row 0 right, every other row unwritten)."""
-    x, d = names["x"], max(int(names["ndim"]), 1)
-    body = ROW_BODIES[name]
+def groups_of(source: str) -> str:
+    """num_groups as the problem states it (``nn.GroupNorm(16, 128)``, ``nn.GroupNorm(groups, ...)``
+    with a module constant ``groups = 16``, ``F.group_norm(x, 16)``), or ''."""
+    m = re.search(r"GroupNorm\(\s*(?:num_groups\s*=\s*)?(\w+)", source) or re.search(
+        r"group_norm\(\s*\w+\s*,\s*(?:num_groups\s*=\s*)?(\w+)", source
+    )
+    if not m:
+        return ""
+    if m.group(1).isdigit():
+        return m.group(1)
+    constant = re.search(rf"^{re.escape(m.group(1))}\s*=\s*(\d+)\s*$", source, re.MULTILINE)
+    return constant.group(1) if constant else ""
+
+
+def _fit(body: str, names: LoopNames, eps: str) -> tuple[str, list[str]]:
+    """(body with the problem's eps and without absent weight/bias, alias lines for weight/bias)."""
     if eps:  # the problem's epsilon instead of PyTorch's default
         body = re.sub(
-            r"^const float eps = [^;]+;[^\n]*", f"const float eps = {float(eps)!r}f;  // forward()'s eps", body
+            r"^const float eps = [^;]+;[^\n]*",
+            f"const float eps = {float(eps)!r}f;  // forward()'s eps",
+            body,
+            flags=re.M,
         )
     aliases = []
     for arg in ("weight", "bias"):
         if not re.search(rf"\b{arg}\[", body):
             continue
         if not names[arg]:  # the problem has no such argument: the operator runs without it
-            body = re.sub(rf"\s*[*+]\s*{arg}\[j\]", "", body)
+            body = re.sub(rf"\s*[*+]\s*{arg}\[\w+\]", "", body)
         elif names[arg] != arg:
             aliases.append(f"const float* {arg} = {names[arg]};  // the signature's {names[arg]}")
+    return body, aliases
+
+
+def row_loop(name: str, names: LoopNames = DEFAULT_NAMES, eps: str = "") -> str:
+    """``name``'s statements inside the whole row loop, in the signature's names: a body to paste
+    into pragma_kernel. Why the loop and not only the statements: given the statements for one row
+    "inside the row loop of the example", the embedded model pasted them straight into the function
+    body three times for layer_norm (row 0 right, every other row unwritten)."""
+    x, d = names["x"], max(int(names["ndim"]), 1)
+    body, aliases = _fit(ROW_BODIES[name], names, eps)
     rows = " * ".join(f"{x}_dim{i}" for i in range(d - 1)) or "1"
     lines = [
         f"// {name}: one row of {x} (its last dim) per iteration of r",
@@ -272,13 +334,26 @@ def row_loop(name: str, names: RowNames = DEFAULT_NAMES, eps: str = "") -> str:
     return "\n".join([*lines, "}"])
 
 
-def render(source: str, names: RowNames = DEFAULT_NAMES) -> str:
+def channel_body(name: str, names: LoopNames = DEFAULT_NAMES, eps: str = "", groups: str = "") -> str:
+    """A channel normalization (CHANNEL_BODIES) as the whole body of pragma_kernel, in the
+    signature's names, with the problem's eps and num_groups."""
+    body, aliases = _fit(CHANNEL_BODIES[name], names, eps)
+    x, d = names["x"], max(int(names["ndim"]), 2)
+    body = body.replace("HW", " * ".join(f"x_dim{i}" for i in range(2, d)) or "1")
+    body = body.replace("GROUPS;  // the number of groups", f"{groups};  // num_groups" if groups else "num_groups;")
+    if x != "x":
+        body = re.sub(r"\bx(?=_dim|\b)", x, body)
+    if names["out"] != "out0":
+        body = re.sub(r"\bout0\b", names["out"], body)
+    return "\n".join([f"// {name} over the channels (dim 1) of {x}", *aliases, body])
+
+
+def render(source: str, names: LoopNames = DEFAULT_NAMES) -> str:
     """The element-wise operators the problem names as C++ functions (one fenced block), the
-    row-wise ones as whole row loops in the signature's ``names``, then one line per other
-    operator, or '' when it names none this table knows."""
+    row-wise and channel ones as whole kernel bodies in the signature's ``names``, or '' when it
+    names none this table knows."""
     found = lookup(source)
     functions = [cpp_function(name) for name, _ in found if name in ELEMENTWISE]
-    lines = [f"- {definition}" for name, definition in found if name in REDUCTIONS]
     parts = []
     if functions:
         first = next(name for name, _ in found if name in ELEMENTWISE)
@@ -289,15 +364,19 @@ def render(source: str, names: RowNames = DEFAULT_NAMES) -> str:
             " every i); pass the arguments forward() passes."
             "\n```cpp\n" + "\n".join(functions) + notes + "\n```"
         )
-    rows = [name for name, _ in found if name in ROW_BODIES]
-    if rows:
-        loops = "\n".join(row_loop(name, names, eps_of(source)) for name in rows)
+    eps = eps_of(source)
+    bodies = [
+        row_loop(name, names, eps) if name in ROW_BODIES else channel_body(name, names, eps, groups_of(source))
+        for name, _ in found
+        if name in ROW_BODIES or name in CHANNEL_BODIES
+    ]
+    if bodies:
         parts.append(
-            "Row-wise operators as the body of pragma_kernel: the loop over every row with the operator's"
-            " statements for one row (row: the input row, out: the output row, n: the row length); paste it"
-            f" into your function and use the values forward() passes where they differ from the defaults:\n```cpp\n{loops}\n```"
+            "Normalizations as the whole body of pragma_kernel, in your signature's names: paste it into your"
+            " function and use the values forward() passes where they differ from the defaults:"
+            "\n```cpp\n" + "\n".join(bodies) + "\n```"
         )
-    return "\n".join(parts + lines)
+    return "\n".join(parts)
 
 
 def row_wise(source: str) -> bool:

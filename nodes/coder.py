@@ -22,7 +22,7 @@ from pragma.tools.backends import backend_for
 from pragma.tools.extract import ExtractionError, extract_code, strip_reasoning
 
 if TYPE_CHECKING:
-    from pragma.knowledge.formulas import RowNames
+    from pragma.knowledge.formulas import LoopNames
 
 log = logging.getLogger("pragma.coder")
 
@@ -137,19 +137,19 @@ def _formulas_section(problem: dict, spec: dict[str, Any] | None = None) -> str:
     loops are written in the names of the kernel ``spec``'s signature."""
     from pragma.knowledge import formulas
 
-    text = formulas.render(problem.get("source") or "", _row_names(spec) if spec else formulas.DEFAULT_NAMES)
+    text = formulas.render(problem.get("source") or "", _loop_names(spec) if spec else formulas.DEFAULT_NAMES)
     return prompts.FORMULAS_SECTION.format(formulas=text) if text else ""
 
 
-def _row_names(spec: dict[str, Any]) -> RowNames:
-    """The signature's first input and output, and its one per-column weight and bias if it has them."""
+def _loop_names(spec: dict[str, Any]) -> LoopNames:
+    """The signature's first input and output, and its one 1-D weight and bias if it has them (a
+    layer norm's per-column ones, a batch norm's per-channel ones)."""
     from pragma.knowledge import formulas
 
     args = spec.get("args") or []
     first = next((a for a in args if a["role"] == "input" and a.get("shape")), None)
     out = next((a["name"] for a in args if a["role"] == "output"), "out0")
-    columns = first["shape"][-1] if first else None
-    weights = [a for a in args if a["role"] == "weight" and list(a.get("shape") or []) == [columns]]
+    weights = [a for a in args if a["role"] == "weight" and len(a.get("shape") or []) == 1]
 
     def named(suffix: str) -> str:
         matches = [a["name"] for a in weights if a["state_name"].rsplit(".", 1)[-1] == suffix]
@@ -157,7 +157,7 @@ def _row_names(spec: dict[str, Any]) -> RowNames:
 
     if first is None:
         return formulas.DEFAULT_NAMES
-    return formulas.RowNames(
+    return formulas.LoopNames(
         x=first["name"], ndim=len(first["shape"]), out=out, weight=named("weight"), bias=named("bias")
     )
 

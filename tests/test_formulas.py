@@ -57,7 +57,7 @@ def test_an_operator_written_out_stands_in_for_its_parts():
 
 
 def test_a_row_loop_is_written_in_the_signatures_names():
-    names = formulas.RowNames(x="inp", ndim=3, out="out0", weight="norm_weight", bias="")
+    names = formulas.LoopNames(x="inp", ndim=3, out="out0", weight="norm_weight", bias="")
     loop = formulas.row_loop("layer_norm", names)
     assert "const int64_t n = inp_dim2;" in loop and "const int64_t rows = inp_dim0 * inp_dim1;" in loop
     assert "const float* weight = norm_weight;" in loop
@@ -90,7 +90,11 @@ def test_the_kernel_prompt_carries_the_definition_and_a_module_prompt_does_not_n
     # A row-wise operator gets its statements for one row, an element-wise one beside it its
     # function, and a reduction without C++ here its words.
     mixed = formulas.render("y = F.layer_norm(x, (8,))\nz = nn.GroupNorm(2, 4)(y)\nreturn torch.tanh(z)")
-    assert mixed.index("tanh_fn(float v)") < mixed.index("// layer_norm: one row of x") < mixed.index("- group_norm(")
+    assert (
+        mixed.index("tanh_fn(float v)")
+        < mixed.index("// layer_norm: one row of x")
+        < mixed.index("// group_norm over the channels")
+    )
     assert coder._formulas_section({"source": "return a @ b"}) == ""
     assert "formulas" in prompts.FORMULAS_SECTION
 
@@ -196,8 +200,10 @@ def test_each_system_example_compiles_and_computes_what_it_says(tmp_path, system
 
 @pytest.mark.integration
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
-@pytest.mark.parametrize("problem", ["layer_norm", "rms_norm", "l2_normalize", "log_softmax"])
-def test_the_prompts_row_loop_in_the_problems_signature_is_a_verified_kernel(problem):
+@pytest.mark.parametrize(
+    "problem", ["layer_norm", "rms_norm", "l2_normalize", "log_softmax", "batch_norm_train", "group_norm"]
+)
+def test_the_prompts_loop_in_the_problems_signature_is_a_verified_kernel(problem):
     # The <formulas> block exactly as the kernel prompt shows it for the suite's problem, pasted as
     # the body of the signature the prompt states, through the real verifier: a wrong name, size
     # or formula in what the model is told to paste would fail here before it fails a run.
@@ -210,7 +216,7 @@ def test_the_prompts_row_loop_in_the_problems_signature_is_a_verified_kernel(pro
     spec = glue.kernel_spec(loaded)
     section = coder._formulas_section(loaded, spec)
     block = re.search(r"```cpp\n(.*?)```", section, re.DOTALL)
-    assert block and "for (int64_t r = 0; r < rows; ++r)" in block.group(1), section
+    assert block and "#pragma omp parallel for" in block.group(1), section
     head = re.sub(r"//[^\n]*", "", glue.prototype(spec)).rstrip().removesuffix(";")
     cpp = f"#include <algorithm>\n#include <cmath>\n#include <cstdint>\n{head} {{\n{block.group(1)}}}\n"
     ctx = resolve_context(timed_calls=3, warmup_calls=1, warmup_s=0.05)
@@ -268,4 +274,44 @@ def test_every_row_body_compiled_with_gpp_inside_the_row_loop_matches_torch(tmp_
             ctypes.c_void_p,
         ]
         fn(x.data_ptr(), 6, 301, w.data_ptr(), b.data_ptr(), out.data_ptr())
+        torch.testing.assert_close(out, reference(x, w, b), msg=lambda m, n=name: f"{n}: {m}")
+
+
+CHANNEL_TORCH = {
+    "batch_norm": lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
+    "group_norm": lambda x, w, b: F.group_norm(x, 3, w, b),
+    "instance_norm": lambda x, w, b: F.instance_norm(x),
+}
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+def test_every_channel_body_compiled_with_gpp_matches_torch(tmp_path):
+    # The bodies as the prompt shows them for a 4-D input (3 groups for group_norm; instance_norm
+    # without weight or bias, its default), with the verifier's flags.
+    assert set(CHANNEL_TORCH) == set(formulas.CHANNEL_BODIES)
+    functions = []
+    for name in formulas.CHANNEL_BODIES:
+        names = formulas.LoopNames(x="x", ndim=4, out="out0", weight="", bias="")
+        if name != "instance_norm":
+            names.update(weight="w", bias="b")
+        functions.append(
+            f'extern "C" void f_{name}(const float* x, int64_t x_dim0, int64_t x_dim1, int64_t x_dim2,'
+            " int64_t x_dim3, const float* w, const float* b, float* out0) {\n"
+            f"{formulas.channel_body(name, names, groups='3')}\n}}\n"
+        )
+    src = tmp_path / "channels.cpp"
+    src.write_text("#include <cmath>\n#include <cstdint>\n" + "\n".join(functions))
+    lib_path = tmp_path / "channels.so"
+    cmd = ["g++", "-O3", "-march=native", "-fopenmp", "-std=c++17", "-shared", "-fPIC", "-o", str(lib_path), str(src)]
+    subprocess.run(cmd, check=True, timeout=120)
+    lib = ctypes.CDLL(str(lib_path))
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(4, 6, 5, 7, generator=gen) * 2 + 0.3
+    w, b = torch.randn(6, generator=gen), torch.randn(6, generator=gen)
+    for name, reference in CHANNEL_TORCH.items():
+        out = torch.empty_like(x)
+        fn = getattr(lib, f"f_{name}")
+        fn.argtypes = [ctypes.c_void_p, *[ctypes.c_int64] * 4, *[ctypes.c_void_p] * 3]
+        fn(x.data_ptr(), *x.shape, w.data_ptr(), b.data_ptr(), out.data_ptr())
         torch.testing.assert_close(out, reference(x, w, b), msg=lambda m, n=name: f"{n}: {m}")
