@@ -379,6 +379,8 @@ def render(source: str, names: LoopNames = DEFAULT_NAMES) -> str:
     return "\n".join(parts)
 
 
-def row_wise(source: str) -> bool:
-    """Whether the problem names an operator computed row by row over the last dim."""
-    return any(name in ROW_WISE for name, _ in lookup(source))
+def loop_bodied(source: str) -> bool:
+    """Whether the problem names an operator its prompt gives as a whole loop (over rows or over
+    channels): its kernel system prompt shows a reduce-then-write loop, not the element-wise one
+    (the embedded model, shown the element-wise ReLU example beside batch_norm's body, wrote a ReLU)."""
+    return any(name in ROW_BODIES or name in CHANNEL_BODIES for name, _ in lookup(source))

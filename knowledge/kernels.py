@@ -158,12 +158,15 @@ def ensure() -> Any:
 
 
 @_serialized
-def query(source: str, k: int = 2, fmt: str | None = None) -> list[dict[str, Any]]:
-    """The ``k`` verified kernels whose problems read most like ``source`` (best first)."""
+def query(source: str, k: int = 2, fmt: str | None = None, category: str | None = None) -> list[dict[str, Any]]:
+    """The ``k`` verified kernels whose problems read most like ``source`` (best first), only of
+    ``category`` when it is given."""
     col = ensure()
     if col.count() == 0:
         return []
-    where = {"format": fmt} if fmt else None
+    conditions: list[dict[str, Any]] = [{"format": fmt}] if fmt else []
+    conditions += [{"category": category}] if category else []
+    where = {"$and": conditions} if len(conditions) > 1 else (conditions[0] if conditions else None)
     res = col.query(
         query_texts=[problem_text(source)],
         n_results=min(k, col.count()),

@@ -167,7 +167,7 @@ def _kernel_system(problem: dict) -> str:
     copies the example's structure whatever the prompt says)."""
     from pragma.knowledge import formulas
 
-    rows = formulas.row_wise(problem.get("source") or "")
+    rows = formulas.loop_bodied(problem.get("source") or "")
     return prompts.CODER_SYSTEM_KERNEL_ROWS if rows else prompts.CODER_SYSTEM_KERNEL
 
 
@@ -181,7 +181,11 @@ def _memory_section(ctx: Context, problem: dict) -> str:
         from pragma.knowledge import kernels
 
         own = {kernels.record_id(problem["source"], fmt) for fmt in ("kernel", "module")}
-        found = [r for r in kernels.query(problem["source"], k=4) if r["id"] not in own]
+        # Only the problem's own category (where its docstring names one): another category's
+        # kernel is no technique for this one, and the embedded model copied it as the answer
+        # (batch_norm_train, shown the memory's ReLU, wrote a ReLU).
+        category = kernels.category_of(problem["source"]) or None
+        found = [r for r in kernels.query(problem["source"], k=4, category=category) if r["id"] not in own]
         text = kernels.render(found, ctx.kernel_memory_tokens)
     except Exception as exc:  # the memory is a help, never a reason to stop a run
         log.warning("kernel memory unavailable: %s", " ".join(str(exc).split())[:200])
@@ -210,9 +214,11 @@ def coder(state: PragmaState, runtime: Runtime[Context]) -> dict:
     origin, human = _human(state, ctx, fmt, spec, attempt)
     if variant := state.get("variant"):
         human += f"\n<variant>\n{variant}\n</variant>\n"
-    if fmt == "kernel":
-        human += _formulas_section(problem, spec)
     human += _memory_section(ctx, problem)
+    if fmt == "kernel":
+        # Last, nearest the reply: what to compute outweighs how others were made fast (a small
+        # model copies the code it read last, and the memory's kernels are other operators).
+        human += _formulas_section(problem, spec)
     # The backend decides the kernel language (C++ on cpu, Triton on gpu); the templates are shared.
     system = _kernel_system(problem) if fmt == "kernel" else backend_for(ctx).coder_system
     human = budget.fit(

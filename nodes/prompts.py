@@ -31,7 +31,7 @@ CODER_SYSTEM_TRITON = load("coder_system_triton")
 # candidate_format=kernel: the Coder writes one C++ function, PRAGMA writes the Python around it
 # (tools/glue.py). Compact on purpose: the embedded model has a 4-8k token context.
 CODER_SYSTEM_KERNEL = load("coder_system_kernel")
-# The same for an operator over the last dim (knowledge/formulas.row_wise): its example is a row
+# The same for an operator over the last dim (knowledge/formulas.loop_bodied: rows or channels): its example is a row
 # loop, because the embedded model copies the system prompt's example, and an element-wise one
 # made it write ReLU for an L2 normalization three times in a row.
 CODER_SYSTEM_KERNEL_ROWS = load("coder_system_kernel_rows")

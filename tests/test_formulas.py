@@ -156,14 +156,14 @@ def test_every_elementwise_formula_compiled_with_gpp_matches_torch(tmp_path):
         torch.testing.assert_close(out, reference(inp), atol=1e-5, rtol=1e-5, msg=lambda m, n=name: f"{n}: {m}")
 
 
-def test_row_wise_operators_get_the_row_example_and_element_wise_ones_the_element_example():
-    for problem in ("layer_norm", "log_softmax", "l2_normalize", "rms_norm"):
+def test_loop_bodied_operators_get_the_row_example_and_element_wise_ones_the_element_example():
+    for problem in ("layer_norm", "log_softmax", "l2_normalize", "rms_norm", "group_norm", "batch_norm_train"):
         source = (SUITE / f"{problem}.py").read_text()
-        assert formulas.row_wise(source), problem
+        assert formulas.loop_bodied(source), problem
         assert coder._kernel_system({"source": source}) == prompts.CODER_SYSTEM_KERNEL_ROWS
-    for problem in ("elu", "sigmoid", "group_norm", "batch_norm_train"):
+    for problem in ("elu", "sigmoid", "gelu_erf"):
         source = (SUITE / f"{problem}.py").read_text()
-        assert not formulas.row_wise(source), problem
+        assert not formulas.loop_bodied(source), problem
         assert coder._kernel_system({"source": source}) == prompts.CODER_SYSTEM_KERNEL
     assert "for (int64_t r = 0; r < x_dim0; ++r)" in prompts.CODER_SYSTEM_KERNEL_ROWS
     assert "const float norm = std::max((float)std::sqrt(q), eps);" in formulas.render(

@@ -38,6 +38,10 @@ def test_seeds_are_retrieved_by_operator_similarity():
     assert kernels.query((SUITE / "log_softmax.py").read_text(), k=1)[0]["name"] == "softmax"
     assert kernels.query((SUITE / "mm_square_odd.py").read_text(), k=1)[0]["name"] == "matmul"
     assert kernels.query((SUITE / "leaky_relu.py").read_text(), k=1)[0]["name"] == "relu"
+    # Restricted to the problem's category: batch norm's nearest kernels are normalizations only.
+    batch_norm = (SUITE / "batch_norm_train.py").read_text()
+    assert {r["category"] for r in kernels.query(batch_norm, k=4, category="normalization")} == {"normalization"}
+    assert kernels.query(batch_norm, k=4, category="no-such-category") == []
 
 
 def test_memory_keeps_the_fastest_kernel_per_problem():
@@ -90,12 +94,16 @@ def test_coder_prompt_shows_similar_verified_kernels_but_not_the_answer(monkeypa
     seen = _spy(monkeypatch, {"coder": {"1": "```cpp\n// none\n```"}})
     source = (EXAMPLES / "softmax.py").read_text()
     kernels.add(source=source, name="softmax_from_a_run", code="// run", fmt="module", speedup=2.0)
+    other = (SUITE / "log_softmax.py").read_text()
+    kernels.add(source=other, name="logsm_kernel_of_a_run", code="// log", fmt="kernel", speedup=1.2)
     state = {"problem": {"name": "softmax", "source": source, "inputs": []}, "iteration": 0}
     coder.coder(state, SimpleNamespace(context=resolve_context(coder_model="scripted:x")))
     section = seen[0][seen[0].index("<verified_kernels") :]
-    assert "<verified_kernel " in section
-    # Kernels for this very problem, shipped or from an earlier run, are left out.
+    assert 'name="logsm_kernel_of_a_run" category="normalization"' in section
+    # Kernels for this very problem, shipped or from an earlier run, are left out, and so are
+    # other categories' (the ReLU seed is an activation).
     assert 'name="softmax"' not in section and "softmax_from_a_run" not in section
+    assert 'name="relu"' not in section
     coder.coder(state, SimpleNamespace(context=resolve_context(coder_model="scripted:x", kernel_memory=False)))
     assert "<verified_kernels" not in seen[1]
 
