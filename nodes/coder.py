@@ -168,7 +168,7 @@ def _kernel_system(problem: dict) -> str:
     from pragma.knowledge import formulas
 
     rows = formulas.loop_bodied(problem.get("source") or "")
-    return prompts.CODER_SYSTEM_KERNEL_ROWS if rows else prompts.CODER_SYSTEM_KERNEL
+    return prompts.CODER_SYSTEM_KERNEL_GIVEN if rows else prompts.CODER_SYSTEM_KERNEL
 
 
 def _memory_section(ctx: Context, problem: dict) -> str:

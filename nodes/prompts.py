@@ -31,10 +31,12 @@ CODER_SYSTEM_TRITON = load("coder_system_triton")
 # candidate_format=kernel: the Coder writes one C++ function, PRAGMA writes the Python around it
 # (tools/glue.py). Compact on purpose: the embedded model has a 4-8k token context.
 CODER_SYSTEM_KERNEL = load("coder_system_kernel")
-# The same for an operator over the last dim (knowledge/formulas.loop_bodied: rows or channels): its example is a row
-# loop, because the embedded model copies the system prompt's example, and an element-wise one
-# made it write ReLU for an L2 normalization three times in a row.
-CODER_SYSTEM_KERNEL_ROWS = load("coder_system_kernel_rows")
+# The same for an operator whose <formulas> gives the whole loop (knowledge/formulas.loop_bodied:
+# rows or channels): no example kernel, because the embedded model copies the system prompt's
+# example whatever the prompt says: shown a ReLU example it wrote ReLU for batch_norm_train three
+# times, shown a row-sum normalization it wrote that for batch_norm_train, each with the right
+# loop in <formulas>.
+CODER_SYSTEM_KERNEL_GIVEN = load("coder_system_kernel_given")
 CODER_FIRST_KERNEL = load("coder_first_kernel")
 CODER_REFINE_KERNEL = load("coder_refine_kernel")
 CODER_REPAIR_KERNEL = load("coder_repair_kernel")
