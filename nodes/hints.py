@@ -142,6 +142,14 @@ COMPILER_FIXES: tuple[tuple[re.Pattern[str], str], ...] = (
         "or `for (int64_t {0} = 0; ...)`)",
     ),
     (re.compile(r"expected [‘'`];[’'`]"), "add the missing `;` at the end of the statement named above"),
+    # The embedded model, refining a batch norm, put collapse(2) over a channel loop whose body
+    # starts with a declaration: four compile errors in a row (g++ then also reports the loop index
+    # as undeclared, and that advice would be wrong).
+    (
+        re.compile(r"not enough (?:for |perfectly nested )?loops to collapse"),
+        "`collapse(N)` needs N `for` loops nested directly under the pragma with nothing between them: remove "
+        "the `collapse(...)` clause and keep `#pragma omp parallel for` on the outer loop",
+    ),
     (re.compile(r"redefinition of [‘'`]([^’'`]+)[’'`]"), "define `{0}` once: remove or rename the second definition"),
     (
         re.compile(r"invalid conversion from [‘'`]([^’'`]+)[’'`] to [‘'`]([^’'`]+)[’'`]"),

@@ -84,6 +84,15 @@ def test_known_compiler_errors_get_a_specific_fix():
     assert "pragma_kernel_7e.cpp:8:12" in text  # where, then what to do
     conv = "/r/k.cpp:3:5: error: invalid conversion from 'const float*' to 'float*' [-fpermissive]"
     assert "static_cast<float*>" in hints.repair_hints({"status": "compile_error", "message": conv})
+    # g++ 12's words for collapse(2) over a loop whose body starts with a declaration; the
+    # undeclared index it reports next is a consequence, not the fix.
+    collapse = (
+        "CompileError: /b/pragma_kernel_de.cpp:26:5: error: not enough for loops to collapse\n"
+        "   26 |     double s = 0.0;\n"
+        "/b/pragma_kernel_de.cpp:30:9: error: ‘c’ was not declared in this scope\n"
+    )
+    text = hints.repair_hints({"status": "compile_error", "message": collapse}, "kernel")
+    assert "remove the `collapse(...)` clause" in text and "declare `c`" not in text
     other = "/r/k.cpp:3:5: error: 'foo' has not been declared"
     assert "before its first use" not in hints.repair_hints({"status": "compile_error", "message": other})
 
