@@ -239,6 +239,47 @@ def test_the_standard_headers_a_model_forgets_are_added_once():
         glue.extract_kernel("```python\nclass ModelNew: pass\n```")
 
 
+# The embedded model's first reply for the suite's l2_normalize (issue 14, run at 8c76e26): the
+# prompt's row loop pasted as the body, the function's own closing brace left out.
+L2_REPLY_WITHOUT_LAST_BRACE = """```cpp
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+extern "C" void pragma_kernel(
+    const float* x, int64_t x_dim0, int64_t x_dim1,  // input; float32 [3001 x 2047], contiguous row-major
+    float* out0, int64_t out0_dim0, int64_t out0_dim1  // output, allocated by PRAGMA: write every element
+) {
+    const int64_t rows = x_dim0;  // the number of rows
+#pragma omp parallel for
+for (int64_t r = 0; r < rows; ++r) {
+    const float* row = x + r * x_dim1;  // the input row
+    float* out = out0 + r * x_dim1;  // the output row
+    const float eps = 1e-12f;  // F.normalize(p=2.0, dim=1)'s default
+    double q = 0.0;
+    for (int64_t j = 0; j < x_dim1; ++j) q += (double)row[j] * row[j];
+    const float norm = std::max((float)std::sqrt(q), eps);
+    for (int64_t j = 0; j < x_dim1; ++j) out[j] = row[j] / norm;
+}
+```"""
+
+
+def test_closing_braces_a_model_leaves_out_at_the_end_are_added():
+    got = glue.extract_kernel(L2_REPLY_WITHOUT_LAST_BRACE)
+    assert got.endswith("    for (int64_t j = 0; j < x_dim1; ++j) out[j] = row[j] / norm;\n}\n}\n")
+    assert glue.with_closed_braces(got) == got  # balanced: unchanged
+    # Braces in comments and literals are not counted; an extra closing brace is left to g++.
+    assert glue.with_closed_braces('void f() { // {\n const char* s = "{";\n}\n').endswith('"{";\n}\n')
+    assert glue.with_closed_braces("void f() { }\n}\n") == "void f() { }\n}\n"
+
+
+@pytest.mark.integration
+def test_the_completed_reply_is_a_verified_kernel():
+    problem = load_problem(Path(__file__).parents[1] / "eval" / "suites" / "cpu" / "l2_normalize.py")
+    code = glue.module_source(glue.kernel_spec(problem), glue.extract_kernel(L2_REPLY_WITHOUT_LAST_BRACE))
+    result = verify_candidate(problem["path"], code, _ctx())
+    assert result["status"] == "ok", result["message"]
+
+
 def _coder_runtime(monkeypatch, script, **ctx):
     from pragma.nodes import llm
 

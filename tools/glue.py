@@ -435,15 +435,30 @@ def with_standard_headers(cpp: str) -> str:
     return "".join(f"#include {h}\n" for h in missing) + cpp if missing else cpp
 
 
+# Comments, string and character literals: their braces are not the code's.
+_NOT_CODE = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
+
+
+def with_closed_braces(cpp: str) -> str:
+    """``cpp`` with the closing braces its end lacks appended. Why: told to paste a loop as a
+    function's body, the embedded model ended the function with the loop's own brace, four times
+    in a row for l2_normalize ("expected '}' at end of input"). A missing brace at the end has one
+    reading; what it closes is then verified like any other code."""
+    code = _NOT_CODE.sub("", cpp)
+    missing = code.count("{") - code.count("}")
+    return cpp + "}\n" * missing if missing > 0 else cpp
+
+
 def extract_kernel(reply: str, entry: str = ENTRY) -> str:
     """The last fenced C/C++ block that defines ``entry`` (an unterminated last fence counts: a
-    reply cut at max_tokens may still hold the whole function), with the standard headers."""
+    reply cut at max_tokens may still hold the whole function), with the standard headers and
+    the closing braces its end lacks."""
     from pragma.tools.extract import strip_reasoning
 
     text = strip_reasoning(reply)
     blocks = [body for lang, body in FENCE.findall(text) if lang.lower() in CPP_LANGS and entry in body]
     if blocks:
-        return with_standard_headers(blocks[-1].strip() + "\n")
+        return with_closed_braces(with_standard_headers(blocks[-1].strip() + "\n"))
     if entry in text and "```" not in text and "{" in text:
-        return with_standard_headers(text.strip() + "\n")  # bare code, no fence
+        return with_closed_braces(with_standard_headers(text.strip() + "\n"))  # bare code, no fence
     raise KernelExtractionError(f'the reply contains no C++ code block defining extern "C" void {entry}(...)')
