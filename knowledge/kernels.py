@@ -16,6 +16,7 @@ examples (logged).
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import json
@@ -42,12 +43,35 @@ _LOCK = threading.RLock()
 
 
 def _serialized(func: Callable[..., T]) -> Callable[..., T]:
+    """One thread of one process at a time, each on a fresh view of the store. Why fresh: the
+    memory is shared by processes (``pragma eval --workers 2`` runs jobs in separate interpreters,
+    and every job's profiler adds its best), and a Chroma client keeps the vector index it loaded:
+    after another process added a kernel, a filtered query here failed with "Error finding id"
+    (7 Coder prompts of a 12-problem eval went without the memory). Dropping Chroma's per-process
+    client cache makes the next client read the store as it is on disk now."""
+
     @functools.wraps(func)
     def locked(*args: Any, **kwargs: Any) -> T:
+        from chromadb.api.client import SharedSystemClient
+
+        from pragma.knowledge import paths
+
         with _LOCK:
-            return func(*args, **kwargs)
+            if _DEPTH[0]:  # called from another locked function (query -> ensure): already fresh
+                return func(*args, **kwargs)
+            with open(paths.knowledge_dir() / "kernels.lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                SharedSystemClient.clear_system_cache()
+                _DEPTH[0] += 1
+                try:
+                    return func(*args, **kwargs)
+                finally:
+                    _DEPTH[0] -= 1
 
     return locked
+
+
+_DEPTH = [0]  # how many locked calls the thread holding _LOCK is inside
 
 
 def _collection() -> Any:

@@ -162,3 +162,21 @@ def test_cli_lists_and_queries_the_memory(isolated_data_dir):
         timeout=300,
     )
     assert missing.returncode == 2 and "problem file not found" in (missing.stderr + missing.stdout)
+
+
+@pytest.mark.integration
+def test_kernels_another_process_added_are_found_by_a_filtered_query_here(isolated_data_dir):
+    # pragma eval --workers 2 runs jobs in separate interpreters sharing the memory: this process
+    # has queried (and loaded Chroma's index) before another one adds kernels; its next filtered
+    # query must see them (a cached client failed here with "Error finding id").
+    silu = (SUITE / "silu.py").read_text()
+    assert [r["name"] for r in kernels.query(silu, k=4, category="activation")] == ["relu"]
+    adder = (
+        "from pragma.knowledge import kernels\n"
+        f"for p in ('elu', 'sigmoid'):\n"
+        f"    kernels.add(source=open({str(SUITE)!r} + '/' + p + '.py').read(), name=p + '_run', code='// k',"
+        " fmt='kernel', speedup=0.5)\n"
+    )
+    subprocess.run([sys.executable, "-c", adder], check=True, env=pragma_env(isolated_data_dir), timeout=300)
+    names = {r["name"] for r in kernels.query(silu, k=4, category="activation")}
+    assert names == {"relu", "elu_run", "sigmoid_run"}
