@@ -81,6 +81,11 @@ KERNEL_NOTES: dict[str, str] = {
     "no_torch_compute": "PRAGMA writes the Python module; write the whole computation in the C++ function",
     "compiled_code_ran": 'PRAGMA calls your C++ function; make sure it is the extern "C" function of the '
     "stated signature and writes the outputs",
+    # In kernel format this rule fails only when the reply held no function PRAGMA could wrap (the
+    # embedded model, given the libm step, replied with the `declare simd` lines alone, twice).
+    "has_compiled_kernel": 'your reply held no C++ function `extern "C" void pragma_kernel(...)`: reply with '
+    "the whole source file, the headers and any declarations first, then the function of the stated "
+    "signature with its whole body",
 }
 
 STATUS_HINTS: dict[str, str] = {

@@ -219,6 +219,16 @@ def test_static_rejections_name_a_rule_the_hints_know():
     assert failed and failed["rule"] in hints.RULE_HINTS
 
 
+def test_a_kernel_reply_without_the_function_is_told_to_write_the_whole_file():
+    # What the verifier says about the placeholder PRAGMA writes for such a reply (no load_cpp).
+    rejected = {
+        "status": "rejected",
+        "message": "rule has_compiled_kernel: no call to load_cpp, load_inline or cpp_extension.load",
+    }
+    assert "held no C++ function" in hints.repair_hints(rejected, "kernel")
+    assert "load_cpp(CPP_SOURCE" in hints.repair_hints(rejected, "module")
+
+
 def test_a_kernel_that_writes_only_the_first_rows_is_told_to_loop_over_rows():
     # tools/compare.py's own message for a kernel without its row loop (row 0 right, rows 1.. left
     # as allocated), and the hint it gets; a mismatch spread over the rows gets neither.
