@@ -141,13 +141,15 @@ def libm_step(code: str) -> str:
     """A plan step for a C++ kernel that calls libm functions glibc can vectorize without declaring
     them SIMD, or '' (already declared, or no such call)."""
     names = sorted({m.group(1) for m in _LIBM_CALL.finditer(code or "")})
+    # "the whole file": shown the declarations alone, the embedded model replied with them alone (twice).
     if not names or "declare simd" in code:
         return ""
     decls = "\n".join(f"#pragma omp declare simd notinbranch\nfloat {n}f(float);" for n in names)
     return (
         f"the loop calls {', '.join(n + 'f' for n in names)} one element at a time (no -ffast-math, so g++ "
         "does not use glibc's vector versions): declare them SIMD above the kernel and keep the call in a "
-        f'`#pragma omp simd` loop, with no branch around it:\nextern "C" {{\n{decls}\n}}'
+        "`#pragma omp simd` loop, with no branch around it. Reply with the whole file: these lines, then the "
+        f'whole pragma_kernel function:\nextern "C" {{\n{decls}\n}}'
     )
 
 
