@@ -99,6 +99,15 @@ def test_the_kernel_prompt_carries_the_definition_and_a_module_prompt_does_not_n
     assert "formulas" in prompts.FORMULAS_SECTION
 
 
+def _build(tmp_path, stem: str, source: str) -> ctypes.CDLL:
+    """``source`` compiled with the flags the verifier's g++ uses, loaded."""
+    src, lib_path = tmp_path / f"{stem}.cpp", tmp_path / f"{stem}.so"
+    src.write_text(source)
+    cmd = ["g++", "-O3", "-march=native", "-fopenmp", "-std=c++17", "-shared", "-fPIC", "-o", str(lib_path), str(src)]
+    subprocess.run(cmd, check=True, timeout=120)
+    return ctypes.CDLL(str(lib_path))
+
+
 TORCH = {
     "relu": torch.relu,
     "relu6": F.relu6,
@@ -181,12 +190,7 @@ def test_each_system_example_compiles_and_computes_what_it_says(tmp_path, system
     # A small model copies the example: it must compile with the verifier's flags and compute the
     # operator its caption names.
     code = re.search(r"```cpp\n(.*?)```", getattr(prompts, system), re.DOTALL).group(1)
-    src = tmp_path / "example.cpp"
-    src.write_text(code)
-    lib_path = tmp_path / "example.so"
-    cmd = ["g++", "-O3", "-march=native", "-fopenmp", "-std=c++17", "-shared", "-fPIC", "-o", str(lib_path), str(src)]
-    subprocess.run(cmd, check=True, timeout=120)
-    fn = ctypes.CDLL(str(lib_path)).pragma_kernel
+    fn = _build(tmp_path, "example", code).pragma_kernel
     fn.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64] * 2
     x = torch.rand(5, 7, generator=torch.Generator().manual_seed(1)) - 0.3
     out = torch.empty_like(x)
@@ -249,12 +253,9 @@ def test_every_row_body_compiled_with_gpp_inside_the_row_loop_matches_torch(tmp_
             f"{body}\n{tail}\n"
             "    }\n}\n"
         )
-    src = tmp_path / "rows.cpp"
-    src.write_text("#include <algorithm>\n#include <cmath>\n#include <cstdint>\n" + "\n".join(functions))
-    lib_path = tmp_path / "rows.so"
-    cmd = ["g++", "-O3", "-march=native", "-fopenmp", "-std=c++17", "-shared", "-fPIC", "-o", str(lib_path), str(src)]
-    subprocess.run(cmd, check=True, timeout=120)
-    lib = ctypes.CDLL(str(lib_path))
+    lib = _build(
+        tmp_path, "rows", "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n" + "\n".join(functions)
+    )
     gen = torch.Generator().manual_seed(2)
     x = torch.randn(6, 301, generator=gen) * 3 + 0.5
     w, b = torch.randn(301, generator=gen), torch.randn(301, generator=gen)
@@ -296,12 +297,7 @@ def test_every_channel_body_compiled_with_gpp_matches_torch(tmp_path):
             " int64_t x_dim3, const float* w, const float* b, float* out0) {\n"
             f"{formulas.channel_body(name, names, groups='3')}\n}}\n"
         )
-    src = tmp_path / "channels.cpp"
-    src.write_text("#include <cmath>\n#include <cstdint>\n" + "\n".join(functions))
-    lib_path = tmp_path / "channels.so"
-    cmd = ["g++", "-O3", "-march=native", "-fopenmp", "-std=c++17", "-shared", "-fPIC", "-o", str(lib_path), str(src)]
-    subprocess.run(cmd, check=True, timeout=120)
-    lib = ctypes.CDLL(str(lib_path))
+    lib = _build(tmp_path, "channels", "#include <cmath>\n#include <cstdint>\n" + "\n".join(functions))
     gen = torch.Generator().manual_seed(3)
     x = torch.randn(4, 6, 5, 7, generator=gen) * 2 + 0.3
     w, b = torch.randn(6, generator=gen), torch.randn(6, generator=gen)
