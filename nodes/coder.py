@@ -163,12 +163,12 @@ def _loop_names(spec: dict[str, Any]) -> LoopNames:
 
 
 def _kernel_system(problem: dict) -> str:
-    """The kernel-format system prompt whose example has the problem's loop shape (a small model
-    copies the example's structure whatever the prompt says)."""
+    """The kernel-format system prompt: no example kernel where <formulas> gives the whole loop,
+    else the element-wise example (a small model copies the example whatever the prompt says)."""
     from pragma.knowledge import formulas
 
-    rows = formulas.loop_bodied(problem.get("source") or "")
-    return prompts.CODER_SYSTEM_KERNEL_GIVEN if rows else prompts.CODER_SYSTEM_KERNEL
+    given = formulas.loop_bodied(problem.get("source") or "")
+    return prompts.CODER_SYSTEM_KERNEL_GIVEN if given else prompts.CODER_SYSTEM_KERNEL
 
 
 def _memory_section(ctx: Context, problem: dict) -> str:
