@@ -108,7 +108,7 @@ def test_a_kernel_calling_libm_gets_the_simd_declaration_step_first():
     declared = SIMD_DECL + SIGMOID
     for code, backend in ((declared, "cpu"), ("out0[i] = x[i] > 0 ? x[i] : 0;", "cpu"), (SIGMOID, "gpu")):
         text = playbook.guidance_from_profile({"bottleneck": "memory-bound"}, {}, 1.0, backend, False, code)["text"]
-        assert "declare simd" not in text
+        assert "the loop calls" not in text
 
 
 SIMD_DECL = 'extern "C" {\n#pragma omp declare simd notinbranch\nfloat expf(float);\n}\n'
@@ -135,3 +135,84 @@ def test_the_simd_declaration_makes_gpp_call_glibcs_vector_exp_and_stays_correct
     out = torch.empty_like(x)
     fn(x.data_ptr(), 37, 129, out.data_ptr(), 37, 129)
     torch.testing.assert_close(out, torch.sigmoid(x), atol=1e-4, rtol=1e-4)
+
+
+RELU = """#include <cmath>
+#include <cstdint>
+static inline float relu_fn(float v) { using namespace std; return (float)(v > 0 ? v : 0); }
+extern "C" void pragma_kernel(const float* x, int64_t x_dim0, int64_t x_dim1,
+                              float* out0, int64_t out0_dim0, int64_t out0_dim1) {
+    const int64_t n = x_dim0 * x_dim1;
+    #pragma omp parallel for simd
+    for (int64_t i = 0; i < n; ++i) out0[i] = relu_fn(x[i]);
+}
+"""
+
+# The same loop as the embedded model also writes it: braces, a post-increment, another index name.
+LEAKY = """#include <cstdint>
+extern "C" void pragma_kernel(const float* __restrict__ x, int64_t x_dim0, int64_t x_dim1,
+                              float* __restrict__ out0, int64_t out0_dim0, int64_t out0_dim1) {
+    const int64_t total = x_dim0 * x_dim1;
+    for (int64_t k = 0; k < total; k++) {
+        out0[k] = x[k] > 0.0f ? x[k] : 0.01f * x[k];
+    }
+}
+"""
+
+
+@pytest.fixture
+def avx(monkeypatch):
+    monkeypatch.setattr(playbook, "_has_avx", lambda: True)
+
+
+def test_a_memory_bound_map_kernel_gets_its_whole_file_with_streaming_stores_first(avx):
+    for label in ("dram-bound", "memory-bound"):
+        steps = playbook.guidance_from_profile({"bottleneck": label}, {}, 0.95, "cpu", False, RELU)["text"]
+        first = steps.split("Next steps:\n")[1].split("\n2. ")[0]
+        assert first.startswith("1. the output is written with ordinary stores")
+        assert "#include <immintrin.h>" in first and "_mm256_stream_ps(out0 + ps_start + ps_j" in first
+        assert "ps_buf[ps_j] = relu_fn(x[i]);" in first  # the kernel's own expression, not a generic one
+
+
+def test_the_streaming_step_is_left_out_where_it_does_not_apply(avx, monkeypatch):
+    def first_step(code, label="dram-bound", backend="cpu", no_profile=False):
+        text = playbook.guidance_from_profile({"bottleneck": label}, {}, 0.9, backend, no_profile, code)["text"]
+        return text.split("Next steps:\n")[1].split("\n")[0]
+
+    assert "streaming" not in first_step(RELU, label="compute-bound")
+    assert "streaming" not in first_step(RELU, backend="gpu")
+    assert "streaming" not in first_step(RELU, no_profile=True)  # N-PRAGMA reads no profile
+    assert "the loop calls expf" in first_step(SIGMOID)  # the libm step first; streaming on the next attempt
+    assert playbook.streaming_code(RELU.replace("float* out0", "double* out0")) == ""
+    assert playbook.streaming_code(playbook.streaming_code(RELU)) == ""  # already streams
+    assert playbook.streaming_code("out0[i] = x[i];") == ""  # no loop over a flat index
+    monkeypatch.setattr(playbook, "_has_avx", lambda: False)
+    assert playbook.streaming_code(RELU) == ""
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+@pytest.mark.parametrize(("code", "reference"), [(RELU, torch.relu), (LEAKY, torch.nn.functional.leaky_relu)])
+def test_the_streaming_rewrite_compiles_streams_and_stays_exact(tmp_path, code, reference):
+    # What the step shows the Coder, built with the verifier's flags: non-temporal stores in the
+    # binary, and every element exact, on odd sizes and on an output whose start is not 32-byte
+    # aligned (the scalar head), both with the real machine's AVX check.
+    from pragma.tools.cext import DEFAULT_FLAGS
+
+    rewritten = playbook.streaming_code(code)
+    if not rewritten:
+        pytest.skip("this machine has no AVX: the step is not offered")
+    src = tmp_path / "k.cpp"
+    src.write_text(rewritten)
+    lib_path = tmp_path / "k.so"
+    subprocess.run(["g++", *DEFAULT_FLAGS, "-o", str(lib_path), str(src)], check=True, timeout=120)
+    disassembly = subprocess.run(["objdump", "-d", str(lib_path)], capture_output=True, text=True).stdout
+    assert "vmovntps" in disassembly or not shutil.which("objdump")
+    fn = ctypes.CDLL(str(lib_path)).pragma_kernel
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64] * 2
+    for rows, cols, offset in ((37, 129, 0), (1000, 8191, 0), (3, 5, 0), (64, 333, 3)):
+        x = torch.randn(rows, cols, generator=torch.Generator().manual_seed(rows))
+        backing = torch.full((rows * cols + offset,), float("nan"))
+        out = backing[offset:].view(rows, cols)
+        fn(x.data_ptr(), rows, cols, out.data_ptr(), rows, cols)
+        assert torch.equal(out, reference(x)), (rows, cols, offset)
