@@ -141,15 +141,20 @@ def libm_step(code: str) -> str:
     """A plan step for a C++ kernel that calls libm functions glibc can vectorize without declaring
     them SIMD, or '' (already declared, or no such call)."""
     names = sorted({m.group(1) for m in _LIBM_CALL.finditer(code or "")})
-    # "the whole file": shown the declarations alone, the embedded model replied with them alone (twice).
     if not names or "declare simd" in code:
         return ""
     decls = "\n".join(f"#pragma omp declare simd notinbranch\nfloat {n}f(float);" for n in names)
+    block = f'extern "C" {{\n{decls}\n}}\n'
+    # The whole file, the declarations after the includes: shown the declarations alone, the embedded
+    # model replied with them alone (twice), or pasted them inside its function (ELU, three times).
+    includes = list(re.finditer(r"^[ \t]*#[ \t]*include[^\n]*\n", code, re.MULTILINE))
+    at = includes[-1].end() if includes else 0
+    whole = code[:at] + block + code[at:]
     return (
         f"the loop calls {', '.join(n + 'f' for n in names)} one element at a time (no -ffast-math, so g++ "
         "does not use glibc's vector versions): declare them SIMD above the kernel and keep the call in a "
-        "`#pragma omp simd` loop, with no branch around it. Reply with the whole file: these lines, then the "
-        f'whole pragma_kernel function:\nextern "C" {{\n{decls}\n}}'
+        "`#pragma omp simd` loop, with no branch around it. Reply with this whole file (your kernel with "
+        f"the declarations after the includes):\n```cpp\n{whole.strip()}\n```"
     )
 
 

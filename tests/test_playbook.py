@@ -122,9 +122,8 @@ def test_the_simd_declaration_makes_gpp_call_glibcs_vector_exp_and_stays_correct
     from pragma.tools.cext import DEFAULT_FLAGS
 
     step = playbook.libm_step(SIGMOID)
-    decl = step[step.index('extern "C" {') :]
     src = tmp_path / "k.cpp"
-    src.write_text(SIGMOID.replace("static inline", decl + "\nstatic inline", 1))
+    src.write_text(step.split("```cpp\n")[1].split("```")[0])  # the whole file the step shows
     lib_path = tmp_path / "k.so"
     subprocess.run(["g++", *DEFAULT_FLAGS, "-o", str(lib_path), str(src)], check=True, timeout=120)
     symbols = subprocess.run(["nm", "-D", str(lib_path)], capture_output=True, text=True, check=True).stdout
