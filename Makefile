@@ -49,9 +49,14 @@ ifeq ($(strip $(PRAGMA_CODER_MODEL)$(PRAGMA_LLM_BASE_URL)),)
 DEMO_DEPS += setup-local
 endif
 DEMO_ITERATIONS ?= 6
+# No new attempt starts after this many seconds (max_wall_s), so the demo ends within 10 minutes on
+# 2 cores: once the best kernel streams its output, the embedded model's replies are ~500 tokens
+# (~100 s each at 5 tokens/s) instead of ~150.
+DEMO_WALL_S ?= 420
 
 demo: $(DEMO_DEPS)
-	$(BIN)/pragma optimize eval/suites/examples/relu.py --max-iterations $(DEMO_ITERATIONS) --out pragma-out/demo
+	$(BIN)/pragma optimize eval/suites/examples/relu.py --max-iterations $(DEMO_ITERATIONS) \
+		--set max_wall_s=$(DEMO_WALL_S) --out pragma-out/demo
 
 # Two passes. The tests not marked `timing` run on two xdist workers, a whole test file per worker
 # (module fixtures such as the eval slice run once); they pass under a parallel job as they must

@@ -205,8 +205,8 @@ def streaming_code(code: str) -> str:
     if "_stream_" in code or not _has_avx():
         return ""
     loop = _MAP_LOOP.search(code)
-    if loop is None:
-        return ""
+    if loop is None or re.search(r"\bomp\s+for\b", loop.group("pragma") or ""):
+        return ""  # no such loop, or a work-shared loop inside a parallel region the rewrite would nest
     out = loop.group("out")
     if not re.search(r"\bfloat\s*\*\s*(?:__restrict__\s+|__restrict\s+|restrict\s+)?" + re.escape(out) + r"\b", code):
         return ""  # the buffer and _mm256_stream_ps are float-only

@@ -185,6 +185,8 @@ def test_the_streaming_step_is_left_out_where_it_does_not_apply(avx, monkeypatch
     assert playbook.streaming_code(RELU.replace("float* out0", "double* out0")) == ""
     assert playbook.streaming_code(playbook.streaming_code(RELU)) == ""  # already streams
     assert playbook.streaming_code("out0[i] = x[i];") == ""  # no loop over a flat index
+    inside_region = RELU.replace("#pragma omp parallel for simd", "#pragma omp for")
+    assert playbook.streaming_code(inside_region) == ""  # its parallel region would nest the rewrite
     monkeypatch.setattr(playbook, "_has_avx", lambda: False)
     assert playbook.streaming_code(RELU) == ""
 
