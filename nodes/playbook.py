@@ -202,11 +202,13 @@ _STREAM_HEADERS = ("#include <immintrin.h>", "#include <algorithm>", "#include <
 def streaming_code(code: str) -> str:
     """``code`` with its element-wise float loop rewritten to streaming stores, or '' where the code
     has no such loop, already streams, writes a non-float output or the machine lacks AVX."""
-    if "_stream_" in code or not _has_avx():
+    if "_stream_" in code:
         return ""
     loop = _MAP_LOOP.search(code)
     if loop is None or re.search(r"\bomp\s+for\b", loop.group("pragma") or ""):
         return ""  # no such loop, or a work-shared loop inside a parallel region the rewrite would nest
+    if not _has_avx():  # after the match: it reads /proc/cpuinfo
+        return ""
     out = loop.group("out")
     if not re.search(r"\bfloat\s*\*\s*(?:__restrict__\s+|__restrict\s+|restrict\s+)?" + re.escape(out) + r"\b", code):
         return ""  # the buffer and _mm256_stream_ps are float-only

@@ -99,13 +99,12 @@ def test_the_kernel_prompt_carries_the_definition_and_a_module_prompt_does_not_n
     assert "formulas" in prompts.FORMULAS_SECTION
 
 
-def _build(tmp_path, stem: str, source: str) -> ctypes.CDLL:
-    """``source`` compiled with the flags the verifier's g++ uses, loaded."""
-    src, lib_path = tmp_path / f"{stem}.cpp", tmp_path / f"{stem}.so"
-    src.write_text(source)
-    cmd = ["g++", "-O3", "-march=native", "-fopenmp", "-std=c++17", "-shared", "-fPIC", "-o", str(lib_path), str(src)]
-    subprocess.run(cmd, check=True, timeout=120)
-    return ctypes.CDLL(str(lib_path))
+def _build(tmp_path, monkeypatch, stem: str, source: str) -> ctypes.CDLL:
+    """``source`` compiled by the verifier's own builder (tools/cext.py: its flags), loaded."""
+    from pragma.tools import cext
+
+    monkeypatch.setenv("PRAGMA_BUILD_DIR", str(tmp_path))
+    return cext.load_cpp(source, name=stem)
 
 
 TORCH = {
@@ -186,11 +185,11 @@ def test_loop_bodied_operators_get_no_example_kernel_and_element_wise_ones_the_e
     "system, expected",
     [("CODER_SYSTEM_KERNEL", lambda x: torch.relu(x))],
 )
-def test_each_system_example_compiles_and_computes_what_it_says(tmp_path, system, expected):
+def test_each_system_example_compiles_and_computes_what_it_says(tmp_path, monkeypatch, system, expected):
     # A small model copies the example: it must compile with the verifier's flags and compute the
     # operator its caption names.
     code = re.search(r"```cpp\n(.*?)```", getattr(prompts, system), re.DOTALL).group(1)
-    fn = _build(tmp_path, "example", code).pragma_kernel
+    fn = _build(tmp_path, monkeypatch, "example", code).pragma_kernel
     fn.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64] * 2
     x = torch.rand(5, 7, generator=torch.Generator().manual_seed(1)) - 0.3
     out = torch.empty_like(x)
@@ -236,7 +235,7 @@ ROW_TORCH = {
 
 @pytest.mark.integration
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
-def test_every_row_body_compiled_with_gpp_inside_the_row_loop_matches_torch(tmp_path):
+def test_every_row_body_compiled_with_gpp_inside_the_row_loop_matches_torch(tmp_path, monkeypatch):
     # Exactly the statements the prompt shows, inside the rows example's loop, with the verifier's
     # flags; `mean` computes a value per row, which the harness writes across the row to compare.
     assert set(ROW_TORCH) == set(formulas.ROW_BODIES)
@@ -254,7 +253,10 @@ def test_every_row_body_compiled_with_gpp_inside_the_row_loop_matches_torch(tmp_
             "    }\n}\n"
         )
     lib = _build(
-        tmp_path, "rows", "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n" + "\n".join(functions)
+        tmp_path,
+        monkeypatch,
+        "rows",
+        "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n" + "\n".join(functions),
     )
     gen = torch.Generator().manual_seed(2)
     x = torch.randn(6, 301, generator=gen) * 3 + 0.5
@@ -283,7 +285,7 @@ CHANNEL_TORCH = {
 
 @pytest.mark.integration
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
-def test_every_channel_body_compiled_with_gpp_matches_torch(tmp_path):
+def test_every_channel_body_compiled_with_gpp_matches_torch(tmp_path, monkeypatch):
     # The bodies as the prompt shows them for a 4-D input (3 groups for group_norm; instance_norm
     # without weight or bias, its default), with the verifier's flags.
     assert set(CHANNEL_TORCH) == set(formulas.CHANNEL_BODIES)
@@ -297,7 +299,7 @@ def test_every_channel_body_compiled_with_gpp_matches_torch(tmp_path):
             " int64_t x_dim3, const float* w, const float* b, float* out0) {\n"
             f"{formulas.channel_body(name, names, groups='3')}\n}}\n"
         )
-    lib = _build(tmp_path, "channels", "#include <cmath>\n#include <cstdint>\n" + "\n".join(functions))
+    lib = _build(tmp_path, monkeypatch, "channels", "#include <cmath>\n#include <cstdint>\n" + "\n".join(functions))
     gen = torch.Generator().manual_seed(3)
     x = torch.randn(4, 6, 5, 7, generator=gen) * 2 + 0.3
     w, b = torch.randn(6, generator=gen), torch.randn(6, generator=gen)

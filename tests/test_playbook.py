@@ -114,18 +114,21 @@ def test_a_kernel_calling_libm_gets_the_simd_declaration_step_first():
 SIMD_DECL = 'extern "C" {\n#pragma omp declare simd notinbranch\nfloat expf(float);\n}\n'
 
 
+def _build(tmp_path, monkeypatch, source: str) -> str:
+    """``source`` compiled by the verifier's own builder (tools/cext.py: its flags); the .so's path."""
+    from pragma.tools import cext
+
+    monkeypatch.setenv("PRAGMA_BUILD_DIR", str(tmp_path))
+    return cext.build_cpp(source)
+
+
 @pytest.mark.integration
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
-def test_the_simd_declaration_makes_gpp_call_glibcs_vector_exp_and_stays_correct(tmp_path):
+def test_the_simd_declaration_makes_gpp_call_glibcs_vector_exp_and_stays_correct(tmp_path, monkeypatch):
     # What the step promises, with the verifier's compiler flags: the vector expf is called and the
     # result is within the verifier's tolerance of torch.
-    from pragma.tools.cext import DEFAULT_FLAGS
-
     step = playbook.libm_step(SIGMOID)
-    src = tmp_path / "k.cpp"
-    src.write_text(step.split("```cpp\n")[1].split("```")[0])  # the whole file the step shows
-    lib_path = tmp_path / "k.so"
-    subprocess.run(["g++", *DEFAULT_FLAGS, "-o", str(lib_path), str(src)], check=True, timeout=120)
+    lib_path = _build(tmp_path, monkeypatch, step.split("```cpp\n")[1].split("```")[0])  # the file the step shows
     symbols = subprocess.run(["nm", "-D", str(lib_path)], capture_output=True, text=True, check=True).stdout
     assert "_ZGV" in symbols and "v_expf" in symbols, symbols
     fn = ctypes.CDLL(str(lib_path)).pragma_kernel
@@ -194,19 +197,14 @@ def test_the_streaming_step_is_left_out_where_it_does_not_apply(avx, monkeypatch
 @pytest.mark.integration
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
 @pytest.mark.parametrize(("code", "reference"), [(RELU, torch.relu), (LEAKY, torch.nn.functional.leaky_relu)])
-def test_the_streaming_rewrite_compiles_streams_and_stays_exact(tmp_path, code, reference):
+def test_the_streaming_rewrite_compiles_streams_and_stays_exact(tmp_path, monkeypatch, code, reference):
     # What the step shows the Coder, built with the verifier's flags: non-temporal stores in the
     # binary, and every element exact, on odd sizes and on an output whose start is not 32-byte
     # aligned (the scalar head), both with the real machine's AVX check.
-    from pragma.tools.cext import DEFAULT_FLAGS
-
     rewritten = playbook.streaming_code(code)
     if not rewritten:
         pytest.skip("this machine has no AVX: the step is not offered")
-    src = tmp_path / "k.cpp"
-    src.write_text(rewritten)
-    lib_path = tmp_path / "k.so"
-    subprocess.run(["g++", *DEFAULT_FLAGS, "-o", str(lib_path), str(src)], check=True, timeout=120)
+    lib_path = _build(tmp_path, monkeypatch, rewritten)
     disassembly = subprocess.run(["objdump", "-d", str(lib_path)], capture_output=True, text=True).stdout
     assert "vmovntps" in disassembly or not shutil.which("objdump")
     fn = ctypes.CDLL(str(lib_path)).pragma_kernel
