@@ -1,5 +1,7 @@
-"""Issue 11 part 4 for baselines: the reference timing (in the sandbox) waits for the machine's
-timing slot, so it never overlaps another process's timed phase."""
+"""Issue 11 part 4 across processes: the reference timing of the baselines (in the sandbox) waits
+for the machine's timing slot, so it never overlaps another process's timed phase; so does a whole
+verification (build, checks and timed rounds), whose trials would otherwise stream their inputs
+through the memory another job's timed kernel reads."""
 
 from __future__ import annotations
 
@@ -8,11 +10,12 @@ import sys
 import time
 
 import pytest
-from conftest import EXAMPLES, pragma_env
+from conftest import CANDIDATES, EXAMPLES, pragma_env
 
 from pragma.eval import baselines
 from pragma.eval.suites import load_suite
 from pragma.graph.context import resolve_context
+from pragma.tools.verify import verify_candidate
 
 pytestmark = [pytest.mark.integration, pytest.mark.timing]  # starts sandboxes/processes (tests/conftest.py)
 
@@ -43,3 +46,29 @@ def test_reference_timing_waits_for_the_timing_slot(tmp_path, isolated_data_dir,
         holder.wait()
     assert result["status"] == "ok", result
     assert waited >= HOLD_S - 1.0, f"the timed loop ran while another process held the slot ({waited:.1f} s)"
+
+
+def test_verification_waits_while_another_process_times(tmp_path, isolated_data_dir, monkeypatch):
+    slot = tmp_path / "slot.lock"
+    monkeypatch.setenv("PRAGMA_TIMING_SLOT_PATH", str(slot))
+    hold_s = 4.0
+    problem, code = str(EXAMPLES / "relu.py"), (CANDIDATES / "relu_fast.py").read_text()
+    ctx = resolve_context(timed_calls=5)
+    # First, untimed: starts this thread's pre-started judge (seconds of import) before the hold.
+    assert verify_candidate(problem, code, ctx)["status"] == "ok"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(hold_s)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=pragma_env(isolated_data_dir, PRAGMA_TIMING_SLOT_PATH=str(slot)),
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        result = verify_candidate(problem, code, ctx)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert result["status"] == "ok", result
+    # The judge started while the other process timed: its checks waited, its own timed rounds did not.
+    assert result["checks_slot_waited_s"] >= hold_s - 1.5, result["checks_slot_waited_s"]
+    assert result["timing_slot_waited_s"] < 1.0, result["timing_slot_waited_s"]

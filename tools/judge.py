@@ -1114,7 +1114,15 @@ class Judge:
     # --- the whole verification -------------------------------------------------------------------
 
     def run(self) -> dict[str, Any]:
-        self.load()
+        # The whole verification shares the machine's slot: never beside another job's timed rounds
+        # (its build, trials and stress variants stream whole inputs and outputs through the memory
+        # the timed kernel reads, and take the other core), beside other jobs' verifications at
+        # will; the timed rounds inside take the slot exclusively (tools/timing_slot.py).
+        with timing_slot.share("verification") as checks_slot:
+            self.load()
+            return self._checked_and_timed(checks_slot)
+
+    def _checked_and_timed(self, checks_slot: timing_slot.SlotUse) -> dict[str, Any]:
         with torch.no_grad():
             traffic = self.correctness()
             timing = self.timing()
@@ -1156,6 +1164,7 @@ class Judge:
             "holdout_ok": True,
             "traffic_bytes": traffic,
             "num_threads": self.n_threads,
+            "checks_slot_waited_s": checks_slot["waited_s"],
             **timing,
         }
 
