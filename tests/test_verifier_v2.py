@@ -221,3 +221,11 @@ def test_an_interval_timer_in_the_candidate_cannot_slow_the_reference(isolated_d
             noisy["ref_runtime_ms"],
             twin["ref_runtime_ms"],
         )
+
+
+def test_a_relative_problem_path_is_verified_like_an_absolute_one(isolated_data_dir, monkeypatch):
+    """The judge runs in its own working directory: a relative path once ended in a traceback."""
+    monkeypatch.chdir(EXAMPLES.parent)
+    code = (CANDIDATES / "relu_fast.py").read_text()
+    result = verify_candidate(os.path.join(EXAMPLES.name, "relu.py"), code, resolve_context(timed_calls=5))
+    assert result["status"] == "ok", result["message"]

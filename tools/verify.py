@@ -87,7 +87,8 @@ def request_for(problem_path: str, ctx: Context, mode: str) -> dict[str, Any]:
     return {
         "mode": mode,
         "backend": ctx.backend,
-        "problem_path": problem_path,
+        # Absolute: the sandbox runs in its own working directory (a relative path failed there).
+        "problem_path": str(Path(problem_path).resolve()),
         "seed": ctx.seed,
         "num_threads": ctx.num_threads,
         "atol": ctx.atol,
