@@ -167,6 +167,8 @@ def test_runners_hold_no_capabilities(isolated_data_dir):
     result = verify_candidate(RELU, RELU_FAST, resolve_context(**QUICK))
     assert result["status"] == "ok", result["message"]
     assert "capabilities 0000000000000000 (none)" in result["sandbox"]["runners"]
+    # read by the judge from /proc/<pid>/status (Seccomp: 2), not from the runner's word
+    assert "seccomp filter: flock refused" in result["sandbox"]["runners"]
 
 
 # --- the pre-started judge ---------------------------------------------------------------------

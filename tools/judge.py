@@ -420,10 +420,16 @@ class Judge:
         for h in self.runners.values():
             h.extra["device"] = self.device
         caps = _status_field(self.runners["candidate"].pid, "CapEff")
+        filtered = _status_field(self.runners["candidate"].pid, "Seccomp") == "2"
         self.isolation["runners"] = (
             "own processes and process groups, forked before any seed existed; own Landlock domains "
             f"(no signals, ptrace or /proc/<pid>/mem of the judge or each other); capabilities {caps or 'unknown'}"
             + (" (none)" if caps.strip("0") == "" and caps else "")
+            + (
+                "; seccomp filter: flock refused (no lock of PRAGMA's can be held)"
+                if filtered
+                else "; no seccomp filter"
+            )
             + "; stopped while others are timed"
         )
 

@@ -6,8 +6,8 @@ which keeps candidate code in separate runner processes).
 Invoked as ``python -m pragma.tools.worker REQUEST.json``. It announces phases in
 ``progress.jsonl`` (the parent applies deadlines per phase) and writes ``result.json``.
 Before any untrusted code runs it deletes the request file and confines its own writes with
-Landlock. It imports ``cext``, ``landlock``, ``measure`` and ``region`` from pragma, plus
-``gpu_worker`` and ``gpu_timing`` for backend=gpu.
+Landlock (and refuses ``flock``: seccomp). It imports ``cext``, ``landlock``, ``seccomp``,
+``measure`` and ``region`` from pragma, plus ``gpu_worker`` and ``gpu_timing`` for backend=gpu.
 """
 
 from __future__ import annotations
@@ -207,8 +207,9 @@ def _probe(req: dict[str, Any], workdir: Path) -> dict[str, Any]:
 
 
 def _confine(request_path: str, req: dict[str, Any], workdir: Path) -> dict[str, str]:
-    """Forget the request (it holds the held-out seed) and fence writes; returns what applied."""
-    from pragma.tools import landlock
+    """Forget the request (it holds the held-out seed), fence writes and refuse flock (candidate
+    code must not hold the machine's timing slot: tools/seccomp.py); returns what applied."""
+    from pragma.tools import landlock, seccomp
 
     os.unlink(request_path)
     writable = [str(workdir), *req.get("writable_paths", [])]
@@ -216,7 +217,7 @@ def _confine(request_path: str, req: dict[str, Any], workdir: Path) -> dict[str,
         from pragma.tools.gpu_worker import writable_device_paths
 
         writable += writable_device_paths("cuda")
-    return {"filesystem": landlock.confine(writable)}
+    return {"filesystem": landlock.confine(writable), "locks": seccomp.deny_flock()}
 
 
 def main(request_path: str) -> int:
