@@ -10,8 +10,9 @@ imports the problem, so a runner's memory holds nothing secret. The child, befor
 - adds its own Landlock layer (``landlock.confine``): same write rules, plus signals and abstract
   unix sockets scoped to its own domain, and no ptrace or ``/proc/<pid>/mem|environ`` of a process
   outside it (the judge, the other runners): Landlock denies those even to root;
-- refuses ``flock`` (``seccomp.deny_flock``): no lock PRAGMA coordinates through (the machine's
-  timing slot, a data dir's run locks) can be held or waited for by candidate code.
+- except the reference's, refuses ``flock`` (``seccomp.deny_flock``): no lock PRAGMA coordinates
+  through (the machine's timing slot, a data dir's run locks) can be held or waited for by
+  candidate code (or the best's, LLM code too).
 Only then does it import the runner loop (``pragma.tools.inside.runner``): the judge process never
 executes a line of it.
 """
@@ -182,9 +183,10 @@ def fork_runner(role: str, writable: list[str]) -> RunnerHandle:
             from pragma.tools import landlock
 
             landlock.confine(writable, scope_abstract_unix=True)
-            from pragma.tools import seccomp
+            if role != "reference":  # LLM code; the problem's own Model may use torch.compile (file locks)
+                from pragma.tools import seccomp
 
-            seccomp.deny_flock()  # the judge reads from /proc whether it applied
+                seccomp.deny_flock()  # the judge reads from /proc whether it applied
             from pragma.tools.inside import runner
 
             runner.serve(child_sock, role)
