@@ -8,6 +8,9 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 from conftest import CANDIDATES, EXAMPLES, pragma_env
@@ -26,24 +29,33 @@ HOLDER = (
 )
 
 
+@contextmanager
+def _slot_held_elsewhere(slot: Path, data_dir: Path, hold_s: float) -> Iterator[None]:
+    """Another process holds the timing slot at ``slot`` for ``hold_s`` seconds from the moment the
+    body starts. The caller points PRAGMA_TIMING_SLOT_PATH there before its first sandbox starts
+    (a pre-started judge keeps the environment it started with)."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(hold_s)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=pragma_env(data_dir, PRAGMA_TIMING_SLOT_PATH=str(slot)),
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        yield
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def test_reference_timing_waits_for_the_timing_slot(tmp_path, isolated_data_dir, monkeypatch):
     slot = tmp_path / "slot.lock"
     monkeypatch.setenv("PRAGMA_TIMING_SLOT_PATH", str(slot))
     [relu] = load_suite(str(EXAMPLES), None, ["relu"])
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(HOLD_S)],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=pragma_env(isolated_data_dir, PRAGMA_TIMING_SLOT_PATH=str(slot)),
-    )
-    try:
-        assert holder.stdout.readline().strip() == "held"
+    with _slot_held_elsewhere(slot, isolated_data_dir, HOLD_S):
         started = time.monotonic()
         result = baselines.reference_timing(relu.path, relu.sha256, resolve_context(timed_calls=5))
         waited = time.monotonic() - started
-    finally:
-        holder.kill()
-        holder.wait()
     assert result["status"] == "ok", result
     assert waited >= HOLD_S - 1.0, f"the timed loop ran while another process held the slot ({waited:.1f} s)"
 
@@ -56,18 +68,8 @@ def test_verification_waits_while_another_process_times(tmp_path, isolated_data_
     ctx = resolve_context(timed_calls=5)
     # First, untimed: starts this thread's pre-started judge (seconds of import) before the hold.
     assert verify_candidate(problem, code, ctx)["status"] == "ok"
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(hold_s)],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=pragma_env(isolated_data_dir, PRAGMA_TIMING_SLOT_PATH=str(slot)),
-    )
-    try:
-        assert holder.stdout.readline().strip() == "held"
+    with _slot_held_elsewhere(slot, isolated_data_dir, hold_s):
         result = verify_candidate(problem, code, ctx)
-    finally:
-        holder.kill()
-        holder.wait()
     assert result["status"] == "ok", result
     # The judge started while the other process timed: its checks waited, its own timed rounds did not.
     assert result["checks_slot_waited_s"] >= hold_s - 1.5, result["checks_slot_waited_s"]

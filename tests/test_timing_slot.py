@@ -23,7 +23,7 @@ print("asking", flush=True)
 with getattr(timing_slot, mode)("test", lock_path=sys.argv[1]):
     print("held", time.monotonic(), flush=True)
     time.sleep(float(sys.argv[2]))
-print("released", time.monotonic(), flush=True)
+    print("releasing", time.monotonic(), flush=True)  # still held: later holders get it after this
 """
 
 
@@ -40,9 +40,9 @@ def _start_holder(lock: str, hold_s: float, mode: str = "hold") -> subprocess.Po
 
 
 def _times(proc: subprocess.Popen) -> tuple[float, float]:
-    """(got it, released) on the monotonic clock, read from the holder's output once it ended."""
+    """(got it, about to release it) on the monotonic clock, read from the holder's output once it ended."""
     out = proc.communicate(timeout=30)[0].split()
-    return float(out[out.index("held") + 1]), float(out[out.index("released") + 1])
+    return float(out[out.index("held") + 1]), float(out[out.index("releasing") + 1])
 
 
 def test_second_process_waits_for_the_holder(tmp_path):
@@ -86,20 +86,19 @@ def test_shared_holders_run_side_by_side(tmp_path):
         proc.wait(timeout=10)
 
 
-def test_exclusive_and_shared_wait_for_each_other(tmp_path):
+@pytest.mark.parametrize(
+    ("theirs", "ours"),
+    [("share", "hold"), ("hold", "share")],
+    ids=["no timed round beside another job's checks", "no checks beside another job's timed rounds"],
+)
+def test_exclusive_and_shared_wait_for_each_other(tmp_path, theirs, ours):
     lock = str(tmp_path / "slot.lock")
-    checker = _start_holder(lock, 0.8, "share")
+    other = _start_holder(lock, 0.8, theirs)
     try:
-        with timing_slot.hold("timing", lock_path=lock) as use:
-            assert use["waited_s"] >= 0.4, use  # no timed round beside another job's checks
+        with getattr(timing_slot, ours)("test", lock_path=lock) as use:
+            assert use["waited_s"] >= 0.4, use
     finally:
-        checker.wait(timeout=10)
-    timer = _start_holder(lock, 0.8, "hold")
-    try:
-        with timing_slot.share("checks", lock_path=lock) as use:
-            assert use["waited_s"] >= 0.4, use  # no checks beside another job's timed rounds
-    finally:
-        timer.wait(timeout=10)
+        other.wait(timeout=10)
 
 
 def test_waiting_exclusive_holder_goes_before_later_shared_ones(tmp_path):

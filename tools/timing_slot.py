@@ -5,13 +5,14 @@ On 2 shared cores the same kernel read 3.7x-12.9x while eval workers compiled, r
 timed beside it. Whatever produces a number someone will compare (the verifier's interleaved
 rounds, the profiler's timed region, baseline timings) holds this slot exclusively (``hold``).
 
-The verifier's checks (correctness trials, stress variants, the held-out re-check) take it shared
-(``share``): any number of jobs check at once, but none while another job times. Why: with one
-timing thread on 2 cores the other core is free, so a job checking there streams its inputs and
-outputs (32 MB per call for ReLU) through the same memory as the timed kernel, whatever its
-priority: beside a 2-worker ``pragma eval`` the same ReLU kernel spread +-5.9% over 8
-verifications with only the timed rounds locked, +-0.95% with the checks kept apart too (AVX2
-EPYC, load 1.1-1.9). Compiles, LLM calls and profiler simulations stay parallel: they never wait.
+The rest of a verification (its load and build, correctness trials, stress variants, the
+held-out re-check) takes it shared (``share``): any number of jobs verify at once, but none while
+another job times. Why: with one timing thread on 2 cores the other core is free, so a job
+checking there streams its inputs and outputs (32 MB per call for ReLU) through the same memory as
+the timed kernel, whatever its priority: beside a 2-worker ``pragma eval`` the same ReLU kernel
+spread +-5.9% over 8 verifications with only the timed rounds locked, +-2.7% and +-2.0% (two runs)
+with the whole verification sharing the slot (AVX2 EPYC, load 0.8-2.5; docs/verifier.md).
+Compiles outside the verifier, LLM calls and profiler simulations stay parallel: they never wait.
 
 The slot is an ``flock`` on a file shared by every PRAGMA process of the machine, whatever its
 data dir (they share the CPU, not the data dir): the kernel releases it when the holder dies, so a
