@@ -11,8 +11,8 @@ Run as ``python -m pragma.eval.bench_verifier [--repeats 5] [--json PATH] [--no-
    median).
 3. The same two figures while a second job runs ``pragma eval`` on the CPU suite beside them (the
    scripted model of the eval tests, 2 workers, restarted whenever it finishes).
-4. Fresh inputs and audits: the same kernel with ``fresh_inputs=false`` against the runs of (2):
-   time phase, the candidate's median call time and the speedup.
+4. Fresh inputs and audits: the same kernel 3x with ``fresh_inputs`` on and 3x off, every timed
+   round run (``timing_ci_pct=0``): time phase, the candidate's median call time and the speedup.
 5. Head-to-head with an identical best, ``--head-to-head`` times (and as many again beside the
    eval in 3): the speedup of the kernel over itself, its CI, extra batches (sequential testing)
    and how often the copy was crowned a new best (a false acceptance; the target is none).
@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +141,8 @@ def _row(result: dict[str, Any], wall_s: float) -> dict[str, Any]:
         "timing_slot_waited_s": result["timing_slot_waited_s"],
         "checks_slot_waited_s": result["checks_slot_waited_s"],
         "audited": len(result["audited_calls"]),
+        "timed_rounds": len(result["samples_ms"]["candidate"]),
+        "warmup_rounds": result["warmup_rounds"],
         "null_round_trip_ms": round(result["null_round_trip_ms"], 4),
         "load_avg": load_avg(),
     }
@@ -171,7 +174,7 @@ def _series(label: str, ctx: Any, repeats: int, distinct: bool, beside: Beside |
         return (
             f"  {label:<28} {i}  wall {r['wall_s']:6.2f} s  speedup {r['speedup']:.3f}  build "
             f"{r['phases_s'].get('build', 0):5.2f}  check {r['phases_s'].get('check', 0):5.2f}  time "
-            f"{r['phases_s'].get('time', 0):5.2f}  slot wait {r['checks_slot_waited_s']:5.2f}+{r['timing_slot_waited_s']:.2f}  "
+            f"{r['phases_s'].get('time', 0):5.2f} ({r['warmup_rounds']}+{r['timed_rounds']} rounds)  slot wait {r['checks_slot_waited_s']:5.2f}+{r['timing_slot_waited_s']:.2f}  "
             f"load {r['load_avg']}"
         )
 
@@ -254,7 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     ctx = resolve_context()  # defaults on purpose: the figures are what a run pays
     out.out(
         f"problem {PROBLEM_PATH}\ncpus {os.cpu_count()}, num_threads {ctx.num_threads}, warm-up "
-        f"{ctx.warmup_calls} calls + {ctx.warmup_s} s, {ctx.timed_calls} timed calls, "
+        f"{ctx.warmup_calls} calls + up to {ctx.warmup_s} s, up to {ctx.timed_calls} timed calls (fewer "
+        f"once the speedup's CI is within +-{ctx.timing_ci_pct}%), "
         f"{ctx.correctness_trials} correctness trials; load at start {load_avg()}",
     )
     figures: dict[str, Any] = {
@@ -272,8 +276,11 @@ def main(argv: list[str] | None = None) -> int:
         out.out("alone:")
         figures["latency"] = _series("latency (distinct sources)", ctx, args.repeats, True, None)
         figures["precision"] = _series("precision (same kernel)", ctx, args.repeats, False, None)
-        out.out("fresh inputs off (same kernel):")
-        figures["fresh_off"] = _series("fresh_inputs=false", resolve_context(fresh_inputs=False), 3, False, None)
+        # Both with every timed round (timing_ci_pct=0): an early end would compare unequal batches.
+        out.out("fresh inputs and audits on vs off (same kernel, all timed rounds):")
+        whole = resolve_context(timing_ci_pct=0.0)
+        figures["fresh_on"] = _series("fresh_inputs=true", whole, 3, False, None)
+        figures["fresh_off"] = _series("fresh_inputs=false", replace(whole, fresh_inputs=False), 3, False, None)
         figures["head_to_head"] = _head_to_head("identical best", ctx, args.head_to_head, None)
         out.out("allocation-heavy reference:")
         figures["allocation_heavy"] = _allocation_heavy(ctx, args.repeats)
@@ -291,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
             beside.stop()
         shutil.rmtree(data_dir, ignore_errors=True)
     figures["load_avg_end"] = load_avg()
-    lat, pre, off = figures["latency"], figures["precision"], figures["fresh_off"]
+    lat, pre, on, off = figures["latency"], figures["precision"], figures["fresh_on"], figures["fresh_off"]
     out.out("\nsummary")
     out.out(
         f"  verify latency, new ReLU source (compile + check + time), median of {args.repeats}: "
@@ -311,9 +318,9 @@ def main(argv: list[str] | None = None) -> int:
             "before the timed rounds)"
         )
     out.out(
-        f"  fresh inputs + audits: time phase {pre['median_time_phase_s']:.2f} s on vs {off['median_time_phase_s']:.2f} s "
-        f"off; candidate median call {pre['median_runtime_ms']:.3f} ms on vs {off['median_runtime_ms']:.3f} ms off; "
-        f"speedup {pre['median_speedup']:.3f}x on vs {off['median_speedup']:.3f}x off"
+        f"  fresh inputs + audits (all {whole.timed_calls} rounds): time phase {on['median_time_phase_s']:.2f} s on vs "
+        f"{off['median_time_phase_s']:.2f} s off; candidate median call {on['median_runtime_ms']:.3f} ms on vs "
+        f"{off['median_runtime_ms']:.3f} ms off; speedup {on['median_speedup']:.3f}x on vs {off['median_speedup']:.3f}x off"
     )
     for key, where in (("head_to_head", "alone"), ("head_to_head_beside", "with pragma eval beside")):
         if key in figures:

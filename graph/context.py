@@ -136,11 +136,21 @@ class Context:
     rtol: float = _knob(1e-4, "Relative tolerance for fp32 correctness checks.")
     correctness_trials: int = _knob(3, "Number of fresh seeded inputs a candidate must match.")
     warmup_calls: int = _knob(5, "Untimed calls before timing, per implementation.")
-    timed_calls: int = _knob(100, "Timed calls per implementation (interleaved with the other).")
+    timed_calls: int = _knob(
+        100,
+        "Timed calls per implementation (interleaved with the other); at most, when timing_ci_pct ends "
+        "the rounds earlier.",
+    )
+    timing_ci_pct: float = _knob(
+        1.5,
+        "With no best to beat, timed rounds end early (after 30, looked at every 10) once the 95% CI of "
+        "the speedup lies within +-this percent of it; 0: always timed_calls rounds. Against a best "
+        "every batch runs whole.",
+    )
     warmup_s: float = _knob(
         0.5,
-        "Minimum warm-up time before timing, seconds: warm-up rounds continue past warmup_calls "
-        "until this much time has passed (fresh processes need tens of calls to settle).",
+        "Longest warm-up past warmup_calls, seconds: warm-up rounds continue until every "
+        "implementation's call time settled (two windows of 5 calls within 3%) or this much time passed.",
     )
     acceptance_margin: float = _knob(
         0.08,

@@ -30,8 +30,9 @@ def render_report(state: dict[str, Any], ctx: Context, thread_id: str) -> str:
             f"- the Conductor's stop after attempt {o['attempt']} was overruled: {o['reason']}"
             for o in state.get("stop_overrules", [])
         ],
-        f"- threads: {ctx.num_threads}; timing: {ctx.warmup_calls} warm-up + {ctx.timed_calls} "
-        "timed calls each, reference and candidate interleaved",
+        f"- threads: {ctx.num_threads}; timing: {ctx.warmup_calls}+ warm-up + up to {ctx.timed_calls} "
+        f"timed calls each (fewer once the speedup's CI is within +-{ctx.timing_ci_pct}%, with no best "
+        "to beat), reference and candidate interleaved",
         f"- search: {ctx.search}, {per_round(ctx)} candidate(s) per round",
         f"- spent: {spent_text(state)}",
         "",

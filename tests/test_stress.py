@@ -56,6 +56,18 @@ def test_plain_inputs_get_every_variant_and_the_masters_stay_untouched():
     assert torch.equal(mixed.abs(), x.abs()) and 0.3 < float((mixed < 0).float().mean()) < 0.7
 
 
+@pytest.mark.parametrize("shape", [(1,), (7,), (3, 5), (2, 3, 4), (64, 33)])
+def test_the_sign_mask_covers_every_element_of_any_shape(shape):
+    """Eight mask bits come from each random byte: shapes whose size is no multiple of 8 included."""
+    draw = stress._flip(torch.Size(shape), torch.Generator().manual_seed(7))
+    assert draw.shape == shape and draw.dtype == torch.bool
+    assert torch.equal(draw, stress._flip(torch.Size(shape), torch.Generator().manual_seed(7)))  # seeded
+    if draw.numel() >= 64:
+        assert 0.3 < float(draw.float().mean()) < 0.7
+    many = torch.stack([stress._flip(torch.Size(shape), torch.Generator().manual_seed(s)) for s in range(64)])
+    assert many.any(0).all() and (~many).any(0).all()  # every element is flipped by some seeds, not by others
+
+
 def test_every_variant_keeps_the_structure_the_problem_states():
     sym = (lambda a: (a + a.T) / 2)(torch.rand(32, 32))
     masters = [

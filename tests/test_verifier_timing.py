@@ -12,7 +12,7 @@ from conftest import CANDIDATES, EXAMPLES
 
 from pragma.graph.context import resolve_context
 from pragma.graph.state import keep_best
-from pragma.tools import measure, physical, stats
+from pragma.tools import judge, measure, physical, stats
 from pragma.tools.verify import _accept, empty_result, verify_candidate
 
 pytestmark = [pytest.mark.integration, pytest.mark.timing]  # starts sandboxes/processes (tests/conftest.py)
@@ -139,9 +139,43 @@ def test_head_to_head_against_the_best(isolated_data_dir, candidate, best, accep
     low, high = result["speedup_vs_best_ci"]
     assert (low > 1.0) if accepted else (high < 1.0), (low, high)
     assert result["is_new_best"] is accepted, result["acceptance"]
-    # Warm-up ran by time as well as by count, and the phases are accounted for.
-    assert result["warmup_rounds"] >= 2 and result["warmup_elapsed_s"] >= 0.2
+    # Warm-up ran by count, then until the calls settled (10 rounds at least) or 0.2 s passed.
+    assert result["warmup_rounds"] >= 2 and (result["warmup_rounds"] >= 10 or result["warmup_elapsed_s"] >= 0.2)
+    # Against a best every batch runs whole: no early end on the CI vs the reference.
+    assert result["timed_rounds_stop"] == "all 15 sampled rounds"
     assert {"static_checks", "startup", "build", "build_best", "check", "time", "recheck"} <= set(result["phases_s"])
+
+
+def test_warm_up_ends_when_the_call_times_settle():
+    steady = [10.0] * 10
+    assert judge.settled(steady)
+    assert judge.settled([30.0, 20.0, 12.0] + [10.0] * 10)  # first calls slow, the last two windows agree
+    assert not judge.settled([10.0] * 9)  # two windows of 5 at least
+    assert not judge.settled([10.0 * 1.01**i for i in range(20)])  # drifting 1% per call: 5% per window
+    assert judge.settled([10.0, 10.2, 9.9, 10.1, 10.0, 10.25, 10.1, 10.3, 10.2, 9.95])  # noise within 3%
+
+
+@pytest.mark.parametrize(
+    "ci_pct, rounds, why",
+    [
+        (50.0, 30, "after 30 sampled rounds: the speedup's 95% CI"),  # any CI is narrow enough at the first look
+        (1e-9, 60, "all 60 sampled rounds"),  # never narrow enough: the rule looks at the CI's width
+        (0.0, 60, "all 60 sampled rounds"),  # off
+    ],
+)
+def test_timed_rounds_end_once_the_speedup_is_precise_enough(isolated_data_dir, ci_pct, rounds, why):
+    ctx = resolve_context(timed_calls=60, warmup_calls=2, warmup_s=5.0, timing_ci_pct=ci_pct)
+    result = verify_candidate(RELU, (CANDIDATES / "relu_fast.py").read_text(), ctx)
+    assert result["status"] == "ok", result["message"]
+    assert all(len(v) == rounds for v in result["samples_ms"].values())
+    assert result["timed_rounds_stop"].startswith(why), result["timed_rounds_stop"]
+    # Audits and recorded rounds were drawn so a short batch still has its share, and the last
+    # round (recorded rounds are extra, not samples) is audited.
+    audited, recorded = result["audited_calls"], result["recorded_calls"]
+    assert len(audited) >= 3 and recorded
+    assert max(audited) == rounds + len(recorded) - 1
+    # A steady kernel settles long before the 5 s cap on the warm-up.
+    assert 10 <= result["warmup_rounds"] and result["warmup_elapsed_s"] < 5.0
 
 
 def test_acceptance_needs_the_margin_over_the_best():

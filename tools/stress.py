@@ -163,9 +163,16 @@ def _scale(factor: float) -> Callable[[torch.Tensor, str, torch.Generator], torc
     return scale
 
 
+_BIT_SHIFTS = torch.arange(8, dtype=torch.uint8)
+
+
 def _flip(shape: torch.Size, gen: torch.Generator) -> torch.Tensor:
-    """A random boolean mask (which elements change sign); int8 draws are ~5x cheaper than floats."""
-    return torch.randint(0, 2, shape, generator=gen, dtype=torch.int8).bool()
+    """A random boolean mask (which elements change sign): eight mask bits from every random byte,
+    ~4x cheaper than one draw per element (24 ms instead of 104 ms for 8M elements on one core)."""
+    n = math.prod(shape)
+    bytes_ = torch.randint(0, 256, ((n + 7) // 8,), generator=gen, dtype=torch.uint8)
+    bits = bytes_.unsqueeze(-1).bitwise_right_shift(_BIT_SHIFTS).bitwise_and_(1)
+    return bits.view(-1)[:n].bool().view(shape)
 
 
 def _mix_signs(t: torch.Tensor, structure: str, gen: torch.Generator) -> torch.Tensor | None:
