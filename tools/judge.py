@@ -1036,7 +1036,7 @@ class Judge:
         """Whether the timed rounds can end here: the speedup's 95% CI within +-``stop_pct``%.
 
         Why: 100 rounds of the ReLU example take 1.2 s on a 2-core AVX2 EPYC (two 6 ms calls per
-        round) and its CI is within +-1.5% after 30-60 of them; a noisier machine keeps timing up to
+        round) and its CI is within +-1.5% after 30-100 of them (50 typical); a noisier machine keeps timing up to
         ``timed_calls``. The rule looks at the CI's width only, never at where the speedup lies."""
         if stop_pct <= 0 or n_sampled < MIN_TIMED_ROUNDS or n_sampled % STOP_CHECK_EVERY:
             return False
