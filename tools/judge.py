@@ -985,11 +985,13 @@ class Judge:
         # recorder is removed before timing (it would slow every timed launch).
         n_record = 0 if self.req.get("backend") == "gpu" else max(1, round(timed * RECORD_FRACTION))
         rounds = range(first, first + timed + n_record)
-        # Drawn among all rounds, and the minimum among the first ones, so a batch that ends early
-        # still audits MIN_AUDITS rounds (the last round is always audited) and records one.
+        # A batch that may end early draws all its audits but one among the first MIN_TIMED_ROUNDS
+        # rounds (the rest among all; the round it ends on is always audited): ending early must
+        # not mean fewer audits. A kernel wrong on a share f of its timed calls escapes
+        # (1 - f) ** audits; with 6 audits at f = 0.5 that is 1.6%, with the 4 of an even draw 6%.
         early = rounds[: min(len(rounds), MIN_TIMED_ROUNDS)] if stop_pct > 0 else rounds
         n_audit = min(len(rounds), max(MIN_AUDITS, round(timed * AUDIT_FRACTION)))
-        audit_set = self._draw(early, rounds, MIN_AUDITS - 1, n_audit)
+        audit_set = self._draw(early, rounds, n_audit - 1, n_audit)
         record_set = self._draw(early, rounds, 1, n_record) if n_record else set()
         fresh = bool(self.req.get("fresh_inputs", True))
         n_sampled = 0
