@@ -35,7 +35,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -280,7 +279,8 @@ def main(argv: list[str] | None = None) -> int:
         out.out("fresh inputs and audits on vs off (same kernel, all timed rounds):")
         whole = resolve_context(timing_ci_pct=0.0)
         figures["fresh_on"] = _series("fresh_inputs=true", whole, 3, False, None)
-        figures["fresh_off"] = _series("fresh_inputs=false", replace(whole, fresh_inputs=False), 3, False, None)
+        off_ctx = resolve_context(timing_ci_pct=0.0, fresh_inputs=False)
+        figures["fresh_off"] = _series("fresh_inputs=false", off_ctx, 3, False, None)
         figures["head_to_head"] = _head_to_head("identical best", ctx, args.head_to_head, None)
         out.out("allocation-heavy reference:")
         figures["allocation_heavy"] = _allocation_heavy(ctx, args.repeats)

@@ -900,7 +900,7 @@ class Judge:
             "confirmation": confirmation,
             "extra_batches": batches,
             "sequential_log": decision_log,
-            "timed_rounds_stop": self.stopped_early or f"all {timed} sampled rounds",
+            "timed_rounds_stop": self.stopped_early or f"all {len(samples['candidate'])} sampled rounds",
             "sequential_decision_changed": changed,
             "flops": int(flops.get("flops", 0)) if type(flops.get("flops")) is int else 0,
             "timing_method": "judge's perf_counter_ns around each call's round trip (null round trip "
