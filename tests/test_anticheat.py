@@ -131,3 +131,38 @@ def test_every_rule_has_a_rationale_and_a_row_in_the_docs():
     for name, rule in RULES.items():
         assert len(rule.rationale) > 60, name
         assert f"`{name}`" in doc, f"docs/verifier.md does not document {name}"
+
+
+_INIT_W = "self.weight = nn.Parameter(torch.ones(4, 4)); self.packed = None"
+
+
+@pytest.mark.parametrize(
+    "forward",
+    [
+        # weights packed once on the first call: state that depends on parameters only (issue 33)
+        "if self.packed is None:\n    self.packed = self.weight.detach().contiguous()\ny = torch.empty_like(x)\n"
+        "_lib.k(ptr(x), ptr(y), x.numel())\nreturn y",
+        "if self.packed is None:\n    w = self.weight.detach()\n    self.packed = w.contiguous()\nreturn x",
+    ],
+)
+def test_parameter_only_state_is_allowed(forward):
+    assert "no_state_across_calls" not in failed(model(forward, _INIT_W))
+
+
+@pytest.mark.parametrize(
+    "forward",
+    [
+        "self.packed = x\nreturn x",  # the input itself
+        "self.packed = self.weight.detach() + x.sum()\nreturn x",  # anything derived from it
+        "k = x.shape\nself.packed = (self.weight, k)\nreturn x",  # through a local
+        # through a buffer the kernel wrote from the input (a pointer argument beside the input's)
+        "y = torch.empty_like(self.weight)\n_lib.k(ptr(x), ptr(y), 16)\nself.packed = y\nreturn y",
+        "for v in x:\n    self.packed = self.weight.detach()[0] if v is None else v\nreturn x",
+        "self.packed = True\nreturn x",  # a constant: a flag that switches behaviour after a call
+        "self.packed = self.packed + self.weight\nreturn x",  # its own old value (a counter, an accumulator)
+        "self.packed += self.weight\nreturn x",
+        "del self.packed\nreturn x",
+    ],
+)
+def test_state_from_inputs_flags_and_counters_stays_refused(forward):
+    assert "no_state_across_calls" in failed(model(forward, _INIT_W))

@@ -48,7 +48,7 @@ def test_plain_inputs_get_every_variant_and_the_masters_stay_untouched():
     x = torch.rand(64, 33)
     keep = x.clone()
     got, skipped = variants_of(x)
-    assert set(got) == {"negated", "scaled x1e-03", "scaled x1e+03", "mixed signs"} and not skipped
+    assert set(got) == {"negated", "scaled x1e-03", "scaled x1e+03", "mixed signs", "wide range"} and not skipped
     assert torch.equal(x, keep)
     assert torch.equal(got["negated"][0], -x)
     assert torch.allclose(got["scaled x1e+03"][0], x * 1e3)
@@ -91,8 +91,13 @@ def test_labels_indices_and_probabilities_never_change_and_a_variant_with_nothin
     targets = torch.randint(0, 2, (64,)).float() * 2 - 1
     probs = torch.softmax(torch.randn(64, 10), dim=-1)
     got, skipped = variants_of(labels, targets, probs, 7)
-    assert not got
-    assert set(skipped) == {"negated", "scaled x1e-03", "scaled x1e+03", "mixed signs"}
+    # Probability rows are never negated or scaled; other draws of the same structure replace them.
+    assert set(got) == {"sharper rows", "flatter rows", "one-hot rows"}
+    for inputs in got.values():
+        assert inputs[0] is labels and inputs[1] is targets and inputs[3] == 7
+        assert torch.allclose(inputs[2].sum(-1), torch.ones(64)) and bool((inputs[2] >= 0).all())
+        assert not torch.equal(inputs[2], probs)
+    assert set(skipped) == {"negated", "scaled x1e-03", "scaled x1e+03", "mixed signs", "wide range"}
     assert "integer" in skipped["negated"] and "probability rows" in skipped["negated"]
     preds = torch.rand(64, 10)
     got, _ = variants_of(preds, labels)
@@ -171,3 +176,35 @@ def test_judgeable_skips_failed_and_non_finite_references_and_scales_the_rest():
     reasons = {s["name"]: s["reason"] for s in skipped}
     assert reasons["scaled x1e+03"] == "the reference failed on them: RuntimeError: too large for this reference"
     assert "NaN/Inf" in reasons["negated"] and "NaN/Inf" in reasons["mixed signs"]
+
+
+def test_the_wide_range_variant_reaches_both_signs_over_four_decades():
+    """A kernel wrong only outside the classic variants' regions (gelu(-2): negated rand inputs stay in
+    (-1, 0], scaled ones stay positive) meets the wide range."""
+    x = torch.rand(256, 256)
+    wide = variants_of(x)[0]["wide range"][0]
+    mags = wide.abs()[x > 0.1]  # scaled from clearly non-zero values
+    assert float((wide < -1.5).float().mean()) > 0.1  # plenty of values below -1.5 ...
+    assert float(mags.min()) < 1e-2 * 0.2 and float(mags.max()) > 50  # ... and both ends of the spread
+    assert float((wide < 0).float().mean()) == pytest.approx(0.5, abs=0.05)
+
+
+def test_probability_row_draws_are_sharper_flatter_and_one_hot():
+    probs = torch.softmax(torch.randn(32, 50), dim=-1)
+    got = variants_of(probs)[0]
+    sharp, flat, hot = got["sharper rows"][0], got["flatter rows"][0], got["one-hot rows"][0]
+    assert float(sharp.max(-1).values.mean()) > float(probs.max(-1).values.mean())
+    assert float((flat - 1 / 50).abs().max()) < 1e-3
+    assert torch.equal(hot.sum(-1), torch.ones(32)) and int((hot == 1).sum()) == 32
+
+
+def test_variants_of_another_draw_share_nothing_with_the_inputs_a_candidate_saw():
+    """The judge builds the variants from a fresh draw (a secret seed), so no variant is a transform of
+    an input the candidate was called on: a fingerprint of the last input never matches."""
+    torch.manual_seed(1)
+    seen = torch.rand(64, 64)
+    torch.manual_seed(2)
+    fresh = torch.rand(64, 64)
+    for inputs in variants_of(fresh)[0].values():
+        ratio = (inputs[0].abs() / seen.abs()).reshape(-1)[:64]
+        assert float(ratio.max() / ratio.min()) > 10  # not a scaled (or sign-flipped) copy of what it saw

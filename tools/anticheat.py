@@ -156,7 +156,9 @@ NO_STATE_ACROSS_CALLS = _rule(
     ("static",),
     "Timing repeats the same inputs, so a forward that remembers results (self attributes set "
     "outside __init__, module-level caches, global, lru_cache) wins by memoization and goes stale "
-    "when inputs change.",
+    "when inputs change. State computed from the parameters alone (weights packed on the first "
+    "call) is allowed: a plain assignment that reads no argument of the call, nothing derived from "
+    "one, and not its own old value.",
 )
 INPUTS_UNMODIFIED = _rule(
     "inputs_unmodified",
@@ -517,6 +519,7 @@ class _Scanner(ast.NodeVisitor):
         self.module_names: set[str] = set()  # names assigned at module level
         self.has_kernel = False
         self._func_stack: list[ast.AST] = []
+        self._taint_cache: dict[int, set[str]] = {}  # id(function) -> names derived from its arguments
         # Inside a @triton.jit body, `a @ b` and tensor methods (x.sum(), acc.to()) are Triton
         # operations compiled into the kernel, not torch compute.
         self._triton_depth = 0
@@ -662,8 +665,69 @@ class _Scanner(ast.NodeVisitor):
             while isinstance(root, (ast.Attribute, ast.Subscript)):
                 root = root.value
             if self._in_stateful_method() and isinstance(root, ast.Name):
-                if root.id == "self" or root.id in self.module_names:
+                if (root.id == "self" or root.id in self.module_names) and not self._parameter_only(target, node):
                     self.add(NO_STATE_ACROSS_CALLS, node, f"stores into {ast.unparse(target)} during a call")
+
+    @staticmethod
+    def _names(node: ast.AST | None) -> set[str]:
+        return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} if node is not None else set()
+
+    def _tainted(self, fn: ast.AST) -> set[str]:
+        """Names in ``fn`` that may hold a value derived from its arguments (other than self): what
+        an argument is assigned, iterated or bound into, and every plain name a call receives beside
+        a tainted one (a kernel writes its output through a pointer: ``f(ptr(x), ptr(y))`` taints y)."""
+        key = id(fn)
+        if key in self._taint_cache:
+            return self._taint_cache[key]
+        a = fn.args if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) else None
+        params = [*a.posonlyargs, *a.args, *a.kwonlyargs, *filter(None, [a.vararg, a.kwarg])] if a else []
+        tainted = {p.arg for p in params if p.arg not in ("self", "cls")}
+        functions = {"self", *self.module_names}
+        flows: list[tuple[set[str], set[str]]] = []  # (names read, names that may receive them)
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Assign):
+                sinks = {t.id for t in node.targets for t in ast.walk(t) if isinstance(t, ast.Name)}
+                flows.append((self._names(node.value), sinks - functions))
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) and node.value is not None:
+                flows.append((self._names(node.value), self._names(node.target) - functions))
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                flows.append((self._names(node.iter), self._names(node.target) - functions))
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                flows.append((self._names(node.context_expr), self._names(node.optional_vars) - functions))
+            elif isinstance(node, ast.Call):
+                receivers = (
+                    {node.func.value.id}
+                    if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
+                    else set()
+                )
+                args = set().union(*(self._names(x) for x in [*node.args, *(k.value for k in node.keywords)]))
+                flows.append((args | receivers, (args | receivers) - functions))
+        changed = True
+        while changed:
+            changed = False
+            for reads, sinks in flows:
+                if reads & tainted and not sinks <= tainted:
+                    tainted |= sinks
+                    changed = True
+        self._taint_cache[key] = tainted
+        return tainted
+
+    def _parameter_only(self, target: ast.AST, node: ast.AST) -> bool:
+        """A per-call store that keeps state depending only on the module's parameters: a plain
+        assignment of a value computed from ``self``'s attributes (weights packed once, on the first
+        call), reading no argument of the call, nothing derived from one, and not its own old value.
+        Why allowed: it is what a kernel that packs its weights does, and it cannot memoize an input.
+        Still refused: augmented assignments and deletions, constants (a flag that switches
+        behaviour after the first call), self-updates (counters), anything touching an input."""
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None or not self._func_stack:
+            return False
+        value = node.value
+        if not self._names(value):  # constants only: a flag or a counter's reset
+            return False
+        if ast.unparse(target) in {ast.unparse(n) for n in ast.walk(value) if isinstance(n, ast.Attribute)}:
+            return False
+        tainted = self._tainted(self._func_stack[-1])
+        return not (self._names(value) & tainted) and not (self._names(target) & tainted)
 
     def visit_Assign(self, node: ast.Assign) -> None:
         for t in node.targets:

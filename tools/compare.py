@@ -104,14 +104,8 @@ def compare(ref_out: Any, new_out: Any, atol: float, rtol: float, inputs: list[A
         return {"ok": False, "message": f"expected {len(refs)} outputs, got {len(news)}"}
     max_abs = mean_abs = 0.0
     for i, (r, n) in enumerate(zip(refs, news, strict=True)):
-        if not isinstance(n, torch.Tensor):
-            return {"ok": False, "message": f"output {i} is {type(n).__name__}, expected a tensor"}
-        if tuple(n.shape) != tuple(r.shape):
-            return {"ok": False, "message": f"output {i} shape {tuple(n.shape)}, expected {tuple(r.shape)}"}
-        if n.dtype != r.dtype:
-            return {"ok": False, "message": f"output {i} dtype {n.dtype}, expected {r.dtype}"}
-        if n.device != r.device:
-            return {"ok": False, "message": f"output {i} on {n.device}, expected {r.device}"}
+        if why := _form_problem(i, r, n):
+            return {"ok": False, "message": why}
         a_tol, r_tol = tolerance_for(r.dtype, atol, rtol)
         if not n.is_floating_point():  # integer/bool outputs must match exactly
             n, r, a_tol, r_tol = n.double(), r.double(), 0.0, 0.0
@@ -133,6 +127,149 @@ def compare(ref_out: Any, new_out: Any, atol: float, rtol: float, inputs: list[A
                 + (f"; first: {_examples(n, r, close, inputs)}" if inputs is not None else ""),
             }
     return {"ok": True, "max_abs_diff": max_abs, "mean_abs_diff": mean_abs, "message": "outputs match"}
+
+
+def _form_problem(i: int, r: Any, n: Any) -> str:
+    """Why output ``i`` cannot be compared at all ("" when it can)."""
+    if not isinstance(n, torch.Tensor):
+        return f"output {i} is {type(n).__name__}, expected a tensor"
+    if tuple(n.shape) != tuple(r.shape):
+        return f"output {i} shape {tuple(n.shape)}, expected {tuple(r.shape)}"
+    if n.dtype != r.dtype:
+        return f"output {i} dtype {n.dtype}, expected {r.dtype}"
+    if n.device != r.device:
+        return f"output {i} on {n.device}, expected {r.device}"
+    return ""
+
+
+def precise_bound(
+    ref: torch.Tensor, precise: torch.Tensor, magnitude: torch.Tensor | None, a_tol: float, r_tol: float
+) -> torch.Tensor:
+    """Per element, how far from the float64 reference ``precise`` an honest output may lie (float64).
+
+    ``a_tol + r_tol * max(|ref|, |precise|, magnitude) + |ref - precise|``:
+    - ``magnitude`` is the operator on the absolute values of its inputs and weights, in float64:
+      for a sum, a dot product, a matmul or a prefix sum it is the sum of the magnitudes of the
+      terms (sum |a_i b_i|), which bounds the rounding of *every* summation order (Higham: the
+      error of any order is at most ~n·eps times it). On the problem's own all-positive inputs it
+      equals |output|, so ``r_tol * magnitude`` judges an output that cancels (mixed signs) exactly
+      as strictly as the problem's own inputs are judged: relative to what was summed, not to what
+      remained. The caller passes it only for operators affine in their inputs (elsewhere the
+      operator on |x| bounds nothing: exp(|x|) is no measure of exp(x)'s error).
+    - ``|ref - precise|`` is the fp32 reference's own rounding error: a kernel at least as accurate
+      as the reference always passes, and one that accumulates in double is never refused for
+      disagreeing with the reference's fp32 rounding.
+    - ``max(|ref|, |precise|)`` keeps every output the plain fp32 comparison accepts accepted here.
+    """
+    r = ref.double()
+    scale = torch.maximum(r.abs(), precise.abs())
+    if magnitude is not None:
+        scale = torch.maximum(scale, magnitude.abs())
+    return scale.mul_(r_tol).add_(a_tol).add_(torch.sub(r, precise).abs_())
+
+
+def compare_precise(
+    ref_out: Any,
+    precise_out: Any,
+    magnitude_out: Any,
+    new_out: Any,
+    atol: float,
+    rtol: float,
+    inputs: list[Any] | None = None,
+) -> dict[str, Any]:
+    """``compare`` judged against a float64 reference (``precise_out``: the reference model and
+    inputs in float64) with the bound of ``precise_bound``; ``magnitude_out`` holds, per output,
+    the operator on absolute values (float64) or None where the operator is not affine.
+
+    Integer and boolean outputs stay exact against the fp32 reference; where the fp32 or float64
+    reference is not finite, the output must agree with the fp32 reference as ``compare`` asks.
+    The bound contains ``compare``'s, so an output ``compare`` accepts is accepted here too.
+    """
+    refs, news, precs = tensors_of(ref_out), tensors_of(new_out), tensors_of(precise_out)
+    mags = tensors_of(magnitude_out) if magnitude_out is not None else [None] * len(refs)
+    if len(refs) != len(news):
+        return {"ok": False, "message": f"expected {len(refs)} outputs, got {len(news)}"}
+    if len(precs) != len(refs) or len(mags) != len(refs):
+        return compare(ref_out, new_out, atol, rtol, inputs=inputs)  # nothing better to judge with
+    max_abs = mean_abs = 0.0
+    for i, (r, n, p, m) in enumerate(zip(refs, news, precs, mags, strict=True)):
+        if why := _form_problem(i, r, n):
+            return {"ok": False, "message": why}
+        usable = (
+            r.is_floating_point()
+            and isinstance(p, torch.Tensor)
+            and p.dtype == torch.float64
+            and tuple(p.shape) == tuple(r.shape)
+            and (m is None or (isinstance(m, torch.Tensor) and tuple(m.shape) == tuple(r.shape)))
+        )
+        if not usable:  # integer outputs (exact), or no float64 value for this output
+            one = compare(r, n, atol, rtol, inputs=inputs)
+            if not one["ok"]:
+                return {**one, "message": one["message"].replace("output 0", f"output {i}", 1)}
+            max_abs, mean_abs = max(max_abs, one["max_abs_diff"]), max(mean_abs, one["mean_abs_diff"])
+            continue
+        a_tol, r_tol = tolerance_for(r.dtype, atol, rtol)
+        bound = precise_bound(r, p, m, a_tol, r_tol)
+        diff = torch.sub(n.double(), p).abs_()
+        finite = torch.isfinite(r) & torch.isfinite(p)
+        close = diff.le(bound) & finite  # NaN differences compare False: a NaN output fails
+        if not bool(finite.all()):  # non-finite references: agree with the fp32 one, as compare asks
+            nf = ~finite
+            close |= nf & torch.isclose(n.float(), r.float(), atol=a_tol, rtol=r_tol, equal_nan=True)
+        shown = diff.masked_fill(~finite, 0.0).nan_to_num_(0.0, 0.0, 0.0)
+        out_max = float(shown.max()) if shown.numel() else 0.0
+        out_mean = float(shown.mean()) if shown.numel() else 0.0
+        max_abs, mean_abs = max(max_abs, out_max), max(mean_abs, out_mean)
+        if not bool(close.all()):
+            bad = int((~close).sum())
+            new_nonfinite = int((~torch.isfinite(n) & torch.isfinite(r)).sum())
+            nan_note = f"; {new_nonfinite} NaN/Inf where the reference is finite" if new_nonfinite else ""
+            what = "max(|reference|, the magnitudes summed)" if m is not None else "|reference|"
+            return {
+                "ok": False,
+                "max_abs_diff": max_abs,
+                "mean_abs_diff": mean_abs,
+                "judged": "float64",
+                "message": f"output {i}: {bad} of {n.numel()} elements differ from the float64 reference "
+                f"beyond atol={a_tol} + rtol={r_tol} x {what} + the fp32 reference's own rounding "
+                f"(max abs diff {out_max:.3g}{nan_note}){_rows_note(close)}"
+                + (f"; first: {_examples(n.double(), p, close, inputs)}" if inputs is not None else ""),
+            }
+    return {
+        "ok": True,
+        "max_abs_diff": max_abs,
+        "mean_abs_diff": mean_abs,
+        "judged": "float64",
+        "message": "outputs match (against a float64 reference)",
+    }
+
+
+def affine_outputs(base: Any, zero: Any, double: Any, negated: Any, rel: float = 1e-8) -> list[bool]:
+    """Per output: is the operator affine along this input (f(2x) = 2f(x) - f(0) and
+    f(-x) = 2f(0) - f(x), in float64 up to ``rel`` of the outputs' peak)?
+
+    An affine operator (sum, mean, matmul, conv, cumsum, a linear layer with its bias) sums terms
+    each linear in the input, so its value on absolute values bounds its rounding; ReLU passes the
+    first test (positively homogeneous) and fails the second, softmax, norms and losses fail both.
+    """
+    out = []
+    for b, z, d, ng in zip(tensors_of(base), tensors_of(zero), tensors_of(double), tensors_of(negated), strict=True):
+        if not all(isinstance(t, torch.Tensor) and t.is_floating_point() for t in (b, z, d, ng)):
+            out.append(False)
+            continue
+        if not all(t.shape == b.shape for t in (z, d, ng)):
+            out.append(False)
+            continue
+        b64, z64, d64, n64 = (t.double() for t in (b, z, d, ng))
+        if not all(bool(torch.isfinite(t).all()) for t in (b64, z64, d64, n64)):
+            out.append(False)
+            continue
+        peak = max(float(t.abs().max()) if t.numel() else 0.0 for t in (b64, z64, d64, n64))
+        tol = rel * max(peak, 1e-300)
+        second = float((d64 - 2 * b64 + z64).abs().max()) if b64.numel() else 0.0
+        odd = float((n64 + b64 - 2 * z64).abs().max()) if b64.numel() else 0.0
+        out.append(second <= tol and odd <= tol)
+    return out
 
 
 def degenerate_tolerance(ref_out: Any, atol: float, rtol: float) -> str | None:

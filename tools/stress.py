@@ -3,7 +3,11 @@
 KernelBench draws most inputs with ``torch.rand`` (all in [0, 1)), so a kernel that is right only
 there (a copy for ReLU, a polynomial fitted to GELU on [0, 1), a clamp that never binds) matches
 every trial and every held-out seed. The judge therefore also compares the candidate with the
-reference on variants of the last trial's inputs: negated, scaled across magnitudes, signs mixed.
+reference on variants of a fresh draw of the problem's inputs that the candidate never saw (from a
+secret seed, so no variant is a transform of anything it could remember): negated, scaled across
+magnitudes, signs mixed, and a wide range (mixed signs, magnitudes 1e-2..1e2 element by element).
+Inputs whose structure is never negated or scaled (probability rows) get other draws of the same
+structure instead: sharper, flatter and one-hot rows.
 
 What a variant may change is decided per input tensor, from what the problem states about it
 (``structure_of``): integer, boolean and discrete-valued tensors (labels, masks, ±1 targets) never
@@ -14,7 +18,9 @@ mixed as D·A·D, which keeps it positive definite. A kernel that relies on a st
 A variant counts only where the reference's output is finite (``unusable_reference``: log and
 sqrt domains skip themselves). Scaled variants are compared at a tolerance scaled with the output
 (``variant_atol``), so an honest kernel's rounding, which grows with its values, is judged as on
-the problem's own inputs.
+the problem's own inputs; a comparison that fails it is judged again against a float64 reference
+with a bound that grows with the magnitudes summed (``compare.compare_precise``), so no summation
+order, and no kernel more accurate than the reference, is refused for its rounding.
 
 Runs in the judge and in ``pragma eval check``; never imported by a process that runs candidate
 code (tests/test_boundary.py keeps it so).
@@ -38,7 +44,7 @@ CHOLESKY_MAX_N = 1024  # positive definiteness is tested exactly up to this size
 
 
 class Variant(TypedDict):
-    name: str  # "negated", "scaled x1e-03", "scaled x1e+03", "mixed signs"
+    name: str  # "negated", "scaled x1e-03", "scaled x1e+03", "mixed signs", "wide range", "... rows"
     inputs: list[Any]  # the full argument list for forward (unchanged entries are the masters)
 
 
@@ -190,19 +196,93 @@ def _mix_signs(t: torch.Tensor, structure: str, gen: torch.Generator) -> torch.T
     return flip.to(t.dtype).mul_(-2.0).add_(1.0).mul_(t)
 
 
-TRANSFORMS: list[tuple[str, Callable[[torch.Tensor, str, torch.Generator], torch.Tensor | None]]] = [
+def _magnitudes(shape: torch.Size, gen: torch.Generator, decades: float) -> torch.Tensor:
+    """Per element ±10^u, u uniform in [-decades, decades] (float64: exact enough to scale by)."""
+    u = torch.rand(shape, generator=gen, dtype=torch.float64).mul_(2 * decades).sub_(decades)
+    return torch.pow(10.0, u).mul_(torch.where(_flip(shape, gen), -1.0, 1.0))
+
+
+def _wide_range(t: torch.Tensor, structure: str, gen: torch.Generator) -> torch.Tensor | None:
+    # Mixed signs with magnitudes spread over WIDE_DECADES either way, element by element. Why: the
+    # other variants each cover one region (x in (-1, 0], [0, 1e-3), [0, 1e3), (-1, 1) for rand
+    # inputs), so a kernel wrong only elsewhere (gelu(-2), a clamp at -1) met none of them.
+    if structure in FROZEN or structure == "probability rows":
+        return None
+    if structure == "positive definite":
+        # D·A·D with D = diag(±10^u): congruent to A, so still symmetric positive definite.
+        d = _magnitudes(t.shape[:-1], gen, WIDE_DECADES / 2)
+        return t.double().mul_(d.unsqueeze(-1)).mul_(d.unsqueeze(-2)).to(t.dtype)
+    factor = _magnitudes(t.shape, gen, WIDE_DECADES)
+    if structure == "symmetric":
+        factor = torch.triu(factor) + torch.triu(factor, 1).mT  # the mirror of the upper triangle
+    return t.double().mul_(factor).to(t.dtype)  # zeros stay zero: triangles and diagonals survive
+
+
+def _rows_from_logits(t: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(logits.double(), dim=-1).to(t.dtype)
+
+
+def _sharper_rows(t: torch.Tensor, structure: str, gen: torch.Generator) -> torch.Tensor | None:
+    # Probability rows are never negated or scaled (the problem states them); other draws of the same
+    # structure are: peaked rows (a few entries hold almost all the mass, many near 1e-30) ...
+    if structure != "probability rows":
+        return None
+    return _rows_from_logits(t, torch.randn(t.shape, generator=gen, dtype=torch.float64).mul_(SHARP_LOGIT_SCALE))
+
+
+def _flatter_rows(t: torch.Tensor, structure: str, gen: torch.Generator) -> torch.Tensor | None:
+    # ... nearly uniform rows (every entry close to 1/n) ...
+    if structure != "probability rows":
+        return None
+    return _rows_from_logits(t, torch.randn(t.shape, generator=gen, dtype=torch.float64).mul_(FLAT_LOGIT_SCALE))
+
+
+def _one_hot_rows(t: torch.Tensor, structure: str, gen: torch.Generator) -> torch.Tensor | None:
+    # ... and one-hot rows (exact zeros: a kernel taking log(p) without care leaves the domain the
+    # reference handles, e.g. kl_div's 0 * log 0 = 0).
+    if structure != "probability rows":
+        return None
+    rows = t.reshape(-1, t.shape[-1])
+    hot = torch.randint(0, t.shape[-1], (rows.shape[0],), generator=gen)
+    out = torch.zeros_like(rows)
+    out[torch.arange(rows.shape[0]), hot] = 1
+    return out.reshape(t.shape)
+
+
+WIDE_DECADES = 2.0  # "wide range": magnitudes 1e-2..1e2, both signs
+SHARP_LOGIT_SCALE = 12.0  # softmax of N(0, 12²) logits: the top entry holds most of the row
+FLAT_LOGIT_SCALE = 0.01  # softmax of N(0, 1e-4) logits: every entry within ~1% of 1/n
+
+Transform = Callable[[torch.Tensor, str, torch.Generator], torch.Tensor | None]
+
+TRANSFORMS: list[tuple[str, Transform]] = [
     ("negated", _negate),
     *[(f"scaled x{s:.0e}", _scale(s)) for s in SCALES],
     ("mixed signs", _mix_signs),
+    ("wide range", _wide_range),
+]
+# Variants that change only one structure: listed (used or skipped) only when an input has it.
+STRUCTURE_TRANSFORMS: list[tuple[str, str, Transform]] = [
+    ("sharper rows", "probability rows", _sharper_rows),
+    ("flatter rows", "probability rows", _flatter_rows),
+    ("one-hot rows", "probability rows", _one_hot_rows),
 ]
 
 
 def stress_variants(masters: list[Any], gen: torch.Generator) -> tuple[list[Variant], list[Skipped]]:
-    """The variants of ``masters`` (never modified), and the ones that cannot be built, with why."""
+    """The variants of ``masters`` (never modified), and the ones that cannot be built, with why.
+
+    ``masters`` must be a draw of the problem's inputs that the candidate never saw (the judge draws
+    one from a secret seed): a variant derived from inputs the candidate was called on can be
+    recognised (a fingerprint of what it last saw, negated or scaled) and answered from memory.
+    Their structure is judged on that pristine draw, never on inputs a probe perturbed.
+    """
     structures = [structure_of(m) for m in masters]
     variants: list[Variant] = []
     skipped: list[Skipped] = []
-    for name, transform in TRANSFORMS:
+    present = set(structures)
+    transforms = [*TRANSFORMS, *[(n, f) for n, needs, f in STRUCTURE_TRANSFORMS if needs in present]]
+    for name, transform in transforms:
         inputs: list[Any] = []
         changed = 0
         for master, structure in zip(masters, structures, strict=True):

@@ -105,6 +105,8 @@ class Runner:
         self.in_region: shm.Region | None = None
         self.out_region: shm.Region | None = None
         self.last: Any = None
+        self.precise: Any = None  # the reference's last float64 output (op_precise), fetched on request
+        self.models64: dict[bool, Any] = {}  # float64 copies of the reference model (key: magnitude)
         self.kept: list[Any] = []  # outputs of checked calls, alive so new outputs cannot reuse them
         self.counter: guards.CallCounter | None = None
         self.baseline: guards.Baseline | None = None
@@ -247,7 +249,7 @@ class Runner:
         return {"form": "", "overlap": ""}
 
     def op_fetch(self, h: dict[str, Any], fds: list[int], payload: Any) -> dict[str, Any]:
-        outs = guards.tensors_of(self.last)
+        outs = guards.tensors_of(self.precise if h.get("precise") else self.last)
         kinds = ["tensor" if isinstance(t, torch.Tensor) else type(t).__name__ for t in outs]
         if any(k != "tensor" for k in kinds):
             return {"ok": False, "kinds": kinds, "error": "an output is not a tensor"}
@@ -258,6 +260,53 @@ class Runner:
         for spec, t in zip(specs, tensors, strict=True):
             self.out_region.view(spec).copy_(t)
         return {"ok": True, "outputs": specs, "kinds": kinds, "devices": [str(t.device) for t in tensors]}
+
+    def _model64(self, magnitude: bool) -> Any:
+        """A float64 copy of the reference model; with ``magnitude``, its float weights and buffers
+        replaced by their absolute values. Built once each (the judge asks only after a failed
+        comparison, so most verifications never pay for it)."""
+        import copy
+
+        if magnitude not in self.models64:
+            model = copy.deepcopy(self.model)
+            model = model.double() if hasattr(model, "double") else model
+            if magnitude and hasattr(model, "parameters"):
+                with torch.no_grad():
+                    for t in [*model.parameters(), *model.buffers()]:
+                        if t.is_floating_point():
+                            t.abs_()
+            self.models64[magnitude] = model
+        return self.models64[magnitude]
+
+    def op_precise(self, h: dict[str, Any], fds: list[int], payload: Any) -> dict[str, Any]:
+        """The reference in float64 on its bound inputs: each float input times ``scales[i]`` (1 when
+        absent), with ``magnitude`` on absolute values of inputs and weights. The judge's yardstick
+        for rounding (compare.compare_precise); kept apart from ``last`` (fetch with ``precise``)."""
+        if self.role != "reference":
+            return {"ok": False, "error": "only the reference computes in float64"}
+        magnitude = bool(h.get("magnitude"))
+        scales = list(h.get("scales") or [])
+        args = []
+        for i, x in enumerate(self._args()):
+            if isinstance(x, torch.Tensor) and x.is_floating_point():
+                y = x.double()
+                y = y.abs() if magnitude else y
+                s = scales[i] if i < len(scales) and isinstance(scales[i], (int, float)) else 1.0
+                x = y.mul(float(s)) if s != 1.0 else y
+            args.append(x)
+        model = self._model64(magnitude)
+        previous = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float64)  # tensors the forward creates (zeros, eye) follow
+        try:
+            with torch.no_grad():
+                out = model(*args)
+            if self.device != "cpu":
+                torch.cuda.synchronize()
+        finally:
+            torch.set_default_dtype(previous)
+        self.precise = out
+        outs = guards.tensors_of(out)
+        return {"ok": True, "dtypes": [str(t.dtype) if isinstance(t, torch.Tensor) else "" for t in outs]}
 
     # --- process-level checks and measurements ---------------------------------------------------
 
@@ -311,6 +360,19 @@ class Runner:
 
     def op_ping(self, h: dict[str, Any], fds: list[int], payload: Any) -> dict[str, Any]:
         return {"ok": True}
+
+
+def _where(out: Any) -> list[Any]:
+    """Address, shape, stride and dtype of each output tensor on the host (None for anything else:
+    the judge says so when it cannot read it)."""
+    where: list[Any] = []
+    for t in guards.tensors_of(out)[:64]:
+        plain = type(t) is torch.Tensor and t.layout == torch.strided and t.device.type == "cpu"
+        dtype = str(t.dtype).replace("torch.", "") if plain else ""
+        where.append(
+            {"ptr": t.data_ptr(), "shape": list(t.shape), "stride": list(t.stride()), "dtype": dtype} if plain else None
+        )
+    return where
 
 
 def serve(sock: socket.socket, role: str) -> None:
