@@ -66,15 +66,31 @@ for (int64_t bg = 0; bg < N * G; ++bg) {
     const float* in = x + bg * m;
     float* out = out0 + bg * m;
     const int64_t c0 = bg % G * (C / G);  // the group's first channel
-    double s = 0.0;
-    for (int64_t i = 0; i < m; ++i) s += in[i];
-    const float mean = (float)(s / m);
-    double q = 0.0;
-    for (int64_t i = 0; i < m; ++i) q += (double)(in[i] - mean) * (in[i] - mean);
-    const float rstd = (float)(1.0 / std::sqrt(q / m + eps));  // biased variance
-    for (int64_t i = 0; i < m; ++i) {
-        const int64_t c = c0 + i / hw;
-        out[i] = (in[i] - mean) * rstd * weight[c] + bias[c];
+    // One pass: the sums of d = v - shift and d * d per channel in float vector lanes (omp simd:
+    // g++ keeps one partial sum per lane), each channel's added up in double. The shift (the
+    // group's first value) keeps the variance from cancelling when the mean is far from 0.
+    const float shift = in[0];
+    double s1 = 0.0, s2 = 0.0;
+    for (int64_t c = 0; c < C / G; ++c) {
+        const float* p = in + c * hw;
+        float a = 0.0f, b = 0.0f;
+        #pragma omp simd reduction(+ : a, b)
+        for (int64_t i = 0; i < hw; ++i) {
+            const float d = p[i] - shift;
+            a += d;
+            b += d * d;
+        }
+        s1 += a;
+        s2 += b;
+    }
+    const double dm = s1 / m;  // mean - shift
+    const float mean = (float)(shift + dm);
+    const float rstd = (float)(1.0 / std::sqrt(std::max(s2 / m - dm * dm, 0.0) + eps));  // biased variance
+    for (int64_t c = c0; c < c0 + C / G; ++c) {
+        const float* p = in + (c - c0) * hw;
+        float* q = out + (c - c0) * hw;
+        const float a = rstd * weight[c];
+        for (int64_t i = 0; i < hw; ++i) q[i] = (p[i] - mean) * a + bias[c];
     }
 }"""
 CHANNEL_BODIES: dict[str, str] = {
@@ -85,24 +101,76 @@ const double count = (double)N * hw;
 // In eval mode (model.eval()) mean and var are the module's running_mean[c] and running_var[c].
 #pragma omp parallel for
 for (int64_t c = 0; c < C; ++c) {
-    double s = 0.0;
-    for (int64_t b = 0; b < N; ++b)
-        for (int64_t p = 0; p < hw; ++p) s += x[(b * C + c) * hw + p];
-    const float mean = (float)(s / count);
-    double q = 0.0;
-    for (int64_t b = 0; b < N; ++b)
-        for (int64_t p = 0; p < hw; ++p) q += (double)(x[(b * C + c) * hw + p] - mean) * (x[(b * C + c) * hw + p] - mean);
-    const float rstd = (float)(1.0 / std::sqrt(q / count + eps));  // biased variance
-    for (int64_t b = 0; b < N; ++b)
-        for (int64_t p = 0; p < hw; ++p) {
-            const int64_t i = (b * C + c) * hw + p;
-            out0[i] = (x[i] - mean) * rstd * weight[c] + bias[c];
+    // One pass: the sums of d = v - shift and d * d per sample in float vector lanes (omp simd: g++
+    // keeps one partial sum per lane), each sample's added up in double; the shift keeps the
+    // variance from cancelling when the mean is far from 0.
+    const float shift = x[c * hw];
+    double s1 = 0.0, s2 = 0.0;
+    for (int64_t b = 0; b < N; ++b) {
+        const float* p = x + (b * C + c) * hw;
+        float a = 0.0f, q = 0.0f;
+        #pragma omp simd reduction(+ : a, q)
+        for (int64_t i = 0; i < hw; ++i) {
+            const float d = p[i] - shift;
+            a += d;
+            q += d * d;
         }
+        s1 += a;
+        s2 += q;
+    }
+    const double dm = s1 / count;  // mean - shift
+    const float mean = (float)(shift + dm);
+    const float rstd = (float)(1.0 / std::sqrt(std::max(s2 / count - dm * dm, 0.0) + eps));  // biased variance
+    const float a = rstd * weight[c];
+    for (int64_t b = 0; b < N; ++b) {
+        const float* p = x + (b * C + c) * hw;
+        float* q = out0 + (b * C + c) * hw;
+        for (int64_t i = 0; i < hw; ++i) q[i] = (p[i] - mean) * a + bias[c];
+    }
 }""",
     "group_norm": _GROUPED,
     # One group per channel; affine=False by default (no weight or bias arguments then).
     "instance_norm": _GROUPED.replace("GROUPS;  // the number of groups", "C;  // one group per channel"),
 }
+# exp(v) for v <= 0 (softmax's v - max) in float, branch-free, so g++ vectorizes the loop that calls
+# it: v = k ln2 + f with |f| <= ln2/2 (k rounded by the 1.5 * 2^23 trick, which vectorizes where
+# std::round does not), exp(f) by Cephes' degree-6 polynomial (about 1 ulp), times 2^k built in
+# the exponent bits. Below -87 the result is clamped to ~1e-38 instead of 0 (torch: 0 or a
+# denormal; the difference is below any tolerance). Why not std::exp: g++ calls glibc's scalar
+# expf once per element (no vector code without -ffast-math), the 0.08x-0.3x softmax kernels.
+EXP_NEG = """auto exp_neg = [](float v) {  // exp(v) for v <= 0, vectorizable
+    v = v < -87.0f ? -87.0f : v;
+    const float k = (v * 1.44269504f + 12582912.0f) - 12582912.0f;  // round(v / ln2)
+    const float f = (v - k * 0.693359375f) + k * 2.12194440e-4f;  // v - k ln2, ln2 in two parts
+    float p = 1.9875691500e-4f;
+    p = p * f + 1.3981999507e-3f;
+    p = p * f + 8.3334519073e-3f;
+    p = p * f + 4.1665795894e-2f;
+    p = p * f + 1.6666665459e-1f;
+    p = p * f + 5.0000001201e-1f;
+    p = p * f * f + f + 1.0f;
+    const int32_t bits = ((int32_t)k + 127) << 23;  // 2^k as a float's bits
+    float two_k;
+    __builtin_memcpy(&two_k, &bits, sizeof two_k);  // no header needed
+    return p * two_k;
+};"""
+# The largest of a row in 16 float lanes (g++: vector max), for softmax and log_softmax.
+_ROW_MAX = """float m = row[0];
+#pragma omp simd reduction(max : m)
+for (int64_t j = 0; j < n; ++j) m = row[j] > m ? row[j] : m;"""
+
+
+def _lanes(acc: str, term: str) -> str:
+    """A row reduction: the float ``acc``, the sum over j of ``term``, in vector lanes. Why omp simd
+    and not 16 hand-written partial sums: g++ 12 turned an ``acc[16]`` array into a tangle of scalar
+    adds and permutes (layer norm 0.48x of torch), while ``#pragma omp simd reduction`` gives one
+    vector of partial sums (16 lanes with AVX-512); each lane adds up n / 16 values, within the 1e-4
+    tolerance at the suite's row lengths."""
+    return f"""float {acc} = 0.0f;
+#pragma omp simd reduction(+ : {acc})
+for (int64_t j = 0; j < n; ++j) {acc} += {term};"""
+
+
 # Operators computed over the last dim of a 2-D input (or dim=-1), one row at a time: their
 # kernel-format system prompt shows a row loop (nodes/coder.py), not the element-wise example, and
 # the prompt gives each as C++ statements for one row. Why C++ and not only words: with the row
@@ -110,40 +178,52 @@ for (int64_t c = 0; c < C; ++c) {
 # row sum and changed one detail per repair (sum of |v|, then its square root): four mismatches.
 # The statements read `row` (the input row), write `out` (the output row) and use `n` (the row
 # length); tests/test_formulas.py compiles each inside a row loop and compares it with torch.
+# They are fast forms (issue 31): float reductions in vector lanes, a vectorizable exp, few passes over
+# a row that stays in L1/L2; the correct-first forms (scalar double sums, std::exp) ran at 0.08x-1x
+# of torch. eval/bench_fast_rows.py measures each against torch at 1 thread.
 ROW_BODIES: dict[str, str] = {
-    "softmax": """float m = row[0];
-for (int64_t j = 1; j < n; ++j) m = row[j] > m ? row[j] : m;
-double s = 0.0;
-for (int64_t j = 0; j < n; ++j) s += std::exp(row[j] - m);
-const float inv = (float)(1.0 / s);
-for (int64_t j = 0; j < n; ++j) out[j] = std::exp(row[j] - m) * inv;""",
-    "log_softmax": """float m = row[0];
-for (int64_t j = 1; j < n; ++j) m = row[j] > m ? row[j] : m;
-double s = 0.0;
-for (int64_t j = 0; j < n; ++j) s += std::exp(row[j] - m);
-const float lse = m + (float)std::log(s);
+    "softmax": f"""{EXP_NEG}
+{_ROW_MAX}
+float s = 0.0f;  // exp(v - m), stored in out and summed in vector lanes
+#pragma omp simd reduction(+ : s)
+for (int64_t j = 0; j < n; ++j) {{
+    const float e = exp_neg(row[j] - m);
+    out[j] = e;
+    s += e;
+}}
+const float inv = 1.0f / s;
+for (int64_t j = 0; j < n; ++j) out[j] *= inv;""",
+    "log_softmax": f"""{EXP_NEG}
+{_ROW_MAX}
+{_lanes("s", "exp_neg(row[j] - m)")}
+const float lse = m + std::log(s);
 for (int64_t j = 0; j < n; ++j) out[j] = row[j] - lse;""",
     "layer_norm": """const float eps = 1e-5f;  // nn.LayerNorm's default; weight and bias: the module's, n values each
-double s = 0.0;
-for (int64_t j = 0; j < n; ++j) s += row[j];
-const float mean = (float)(s / n);
-double q = 0.0;
-for (int64_t j = 0; j < n; ++j) q += (double)(row[j] - mean) * (row[j] - mean);
-const float rstd = (float)(1.0 / std::sqrt(q / n + eps));
+// One pass over the row: sums of d = v - shift and d * d (the shift, the row's first value, keeps
+// the variance from cancelling when the mean is far from 0).
+const float shift = row[0];
+float s1 = 0.0f, s2 = 0.0f;
+#pragma omp simd reduction(+ : s1, s2)
+for (int64_t j = 0; j < n; ++j) {
+    const float d = row[j] - shift;
+    s1 += d;
+    s2 += d * d;
+}
+const float dm = s1 / n;  // mean - shift
+const float mean = shift + dm;
+const float rstd = 1.0f / std::sqrt(std::max(s2 / n - dm * dm, 0.0f) + eps);
 for (int64_t j = 0; j < n; ++j) out[j] = (row[j] - mean) * rstd * weight[j] + bias[j];""",
-    "rms_norm": """const float eps = 1.1920929e-07f;  // F.rms_norm's default (float32 epsilon); weight: n values
-double q = 0.0;
-for (int64_t j = 0; j < n; ++j) q += (double)row[j] * row[j];
-const float rstd = (float)(1.0 / std::sqrt(q / n + eps));
+    "rms_norm": f"""const float eps = 1.1920929e-07f;  // F.rms_norm's default (float32 epsilon); weight: n values
+{_lanes("q", "row[j] * row[j]")}
+const float rstd = 1.0f / std::sqrt(q / n + eps);
 for (int64_t j = 0; j < n; ++j) out[j] = row[j] * rstd * weight[j];""",
-    "normalize": """const float eps = 1e-12f;  // F.normalize(p=2.0, dim=1)'s default
-double q = 0.0;
-for (int64_t j = 0; j < n; ++j) q += (double)row[j] * row[j];
-const float norm = std::max((float)std::sqrt(q), eps);
-for (int64_t j = 0; j < n; ++j) out[j] = row[j] / norm;""",
-    "mean": """double s = 0.0;  // x.mean(dim=-1): one value per row (keepdim=True: it broadcasts over the row)
-for (int64_t j = 0; j < n; ++j) s += row[j];
-const float mean = (float)(s / n);""",
+    "normalize": f"""const float eps = 1e-12f;  // F.normalize(p=2.0, dim=1)'s default
+{_lanes("q", "row[j] * row[j]")}
+const float inv = 1.0f / std::max(std::sqrt(q), eps);
+for (int64_t j = 0; j < n; ++j) out[j] = row[j] * inv;""",
+    "mean": f"""// x.mean(dim=-1): one value per row (keepdim=True: it broadcasts over the row)
+{_lanes("s", "row[j]")}
+const float mean = s / n;""",
 }
 ROW_WISE = frozenset(ROW_BODIES)
 
