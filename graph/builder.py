@@ -2,7 +2,7 @@
 because the LangGraph server supplies its own; ``compile_app`` serves the CLI, eval and tests.
 
     START -> setup -> coder -> verifier --fail--> repair -> coder
-                                         \\--pass--> profiler -> conductor --continue--> coder
+                                         \\--pass--> [tune x N] -> profiler -> conductor --continue--> coder
                                                                           \\--stop------> END
 
 With ``search`` beam or tree (or ``candidates_per_round`` > 1) setup routes to the rounds of
@@ -23,6 +23,7 @@ from pragma.graph.routing import (
     route_after_profiler,
     route_after_repair,
     route_after_setup,
+    route_after_tune,
     route_after_verifier,
     route_after_verify_next,
 )
@@ -34,6 +35,7 @@ from pragma.nodes.profiler import profiler
 from pragma.nodes.repair import repair
 from pragma.nodes.search import expand, plan, review, verify_next
 from pragma.nodes.setup import setup
+from pragma.nodes.tune import tune
 from pragma.nodes.verifier import verifier
 
 # Transient LLM failures (connection, timeout, 429, 5xx) are retried here and only here
@@ -48,6 +50,7 @@ def build_graph() -> StateGraph:
     builder.add_node("coder", one_process(coder), retry_policy=LLM_RETRY)
     builder.add_node("verifier", one_process(verifier))
     builder.add_node("repair", one_process(repair), retry_policy=LLM_RETRY)
+    builder.add_node("tune", one_process(tune))
     builder.add_node("profiler", one_process(profiler))
     builder.add_node("conductor", one_process(conductor), retry_policy=LLM_RETRY)
     builder.add_node("plan", one_process(plan))
@@ -64,6 +67,7 @@ def build_graph() -> StateGraph:
     builder.add_edge("expand", "verify_next")  # the round joins: verify_next runs once all expansions wrote
     builder.add_conditional_edges("verify_next", route_after_verify_next, ["verify_next", "review", "plan"])
     builder.add_edge("review", "plan")
+    builder.add_conditional_edges("tune", route_after_tune)
     builder.add_conditional_edges("profiler", route_after_profiler)
     builder.add_conditional_edges("conductor", route_after_conductor)
     return builder

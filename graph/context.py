@@ -129,6 +129,14 @@ class Context:
         "End the run (keeping the best) after this many LLM calls (Coder, Conductor and repair together); "
         "0: no limit. One flag for equal-budget comparisons of search policies.",
     )
+    # 60: a sweep of two tunables and the two build knobs times ~8 variants at ~3-5 s each here,
+    # plus the winner's gate; an LLM call of the embedded model costs 30-90 s.
+    tune_budget_s: float = _knob(
+        60.0,
+        "Seconds the tuner (nodes/tune.py, no LLM) may spend sweeping one verified candidate's tunables "
+        "('constexpr int TILE = 64; // tune: 16 32 64 128') and build knobs (vector width, unrolling); "
+        "the winner's gate verification comes on top. 0: no tuner.",
+    )
     compile_timeout_s: float = _knob(180.0, "Wall-clock limit for building a candidate, seconds.")
     run_timeout_s: float = _knob(120.0, "Wall-clock limit for checking and timing a candidate, seconds.")
     memory_limit_bytes: int = _knob(8 * 2**30, "Address-space limit of a sandboxed candidate, bytes.")

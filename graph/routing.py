@@ -15,7 +15,7 @@ from pragma.graph.state import PragmaState
 
 def stop_reason(state: PragmaState, ctx: Context) -> str | None:
     """Why the loop must end now, or None. Shared by the routers and the run report."""
-    if state.get("iteration", 0) >= ctx.max_iterations:
+    if candidates_written(state) >= ctx.max_iterations:
         return f"reached max_iterations={ctx.max_iterations}"
     if state.get("consecutive_failures", 0) > ctx.max_repairs:
         return f"more than max_repairs={ctx.max_repairs} consecutive failed candidates"
@@ -46,7 +46,7 @@ def stop_verdict(state: PragmaState, ctx: Context) -> tuple[bool, str]:
     puts it near the right roof (or there is no roofline to check: no-profile mode, a failed
     profile). Otherwise the run goes on; the conductor node records why (stop_overruled).
     """
-    done = state.get("iteration", 0)
+    done = candidates_written(state)
     if done < ctx.min_iterations:
         return False, f"only {done} of min_iterations={ctx.min_iterations} candidates written"
     best = state.get("best") or {}
@@ -88,15 +88,51 @@ def budget_exhausted(state: PragmaState, ctx: Context) -> str | None:
     return None
 
 
+def candidates_written(state: PragmaState) -> int:
+    """Candidates the Coder wrote: ``iteration`` less the tuner's children, which take an
+    iteration number (the lineage's key) but no LLM call, so max_iterations and min_iterations
+    count the same candidates with the tuner on or off."""
+    tuned = sum(1 for a in state.get("attempts", []) if a.get("origin") == "tune")
+    return int(state.get("iteration", 0)) - tuned
+
+
+def sweep_wanted(state: PragmaState, ctx: Context) -> bool:
+    """Whether the tuner sweeps the candidate just verified: tune_budget_s > 0, the candidate not
+    swept before (by its code), and it declares tunables or the Conductor asked for a sweep (then
+    the build knobs alone are swept)."""
+    if ctx.tune_budget_s <= 0:
+        return False
+    candidate = state.get("candidate") or {}
+    code = candidate.get("code", "")
+    if not code or candidate.get("origin") == "tune":
+        return False
+    from pragma.nodes.tune import code_sha
+    from pragma.tools import tunables
+
+    sha = code_sha(code)
+    if any(r.get("base_sha") == sha for r in state.get("sweeps", [])):
+        return False
+    if tunables.parse(code):
+        return True
+    asked = bool((state.get("guidance") or {}).get("sweep"))
+    return asked and ctx.backend == "cpu" and bool(tunables.build_knobs(code, has_avx512=False))
+
+
 def route_after_verifier(
     state: PragmaState, runtime: Runtime[Context]
-) -> Literal["repair", "profiler", "coder", "__end__"]:
+) -> Literal["repair", "profiler", "tune", "coder", "__end__"]:
     if state.get("verification", {}).get("status") == "ok":
-        return "profiler"
+        return "tune" if sweep_wanted(state, runtime.context) else "profiler"
     if stop_reason(state, runtime.context) is not None:
         return END
     # Single-agent mode has no Conductor: the Coder reads the verifier's feedback itself.
     return "coder" if runtime.context.agent_mode == "single-agent" else "repair"
+
+
+def route_after_tune(state: PragmaState, runtime: Runtime[Context]) -> Literal["tune", "profiler"]:
+    """One variant per step until the sweep is done, then the profiler (it profiles and crowns
+    the tuned child when the gate accepted it, else the candidate as verified)."""
+    return "profiler" if (state.get("sweep") or {}).get("done") else "tune"
 
 
 def route_after_conductor(state: PragmaState, runtime: Runtime[Context]) -> Literal["coder", "__end__"]:
@@ -107,7 +143,7 @@ def route_after_conductor(state: PragmaState, runtime: Runtime[Context]) -> Lite
 
 def route_after_profiler(state: PragmaState, runtime: Runtime[Context]) -> Literal["conductor", "coder", "__end__"]:
     # No Conductor call when no further candidate can be written: it would cost tokens for nothing.
-    if state.get("iteration", 0) >= runtime.context.max_iterations:
+    if candidates_written(state) >= runtime.context.max_iterations:
         return END
     if budget_exhausted(state, runtime.context):
         return END

@@ -58,6 +58,7 @@ class Guidance(TypedDict, total=False):
     extra_metrics: list[str]
     should_stop: bool
     stop_overruled: str  # the Conductor asked to stop and routing.stop_verdict refused: why
+    sweep: bool  # the Conductor asks the tuner (nodes/tune.py) to sweep the next verified candidate
 
 
 def keep_best(current: Best | None, update: Best | None) -> Best:
@@ -105,6 +106,10 @@ class PragmaState(TypedDict, total=False):
     log: Annotated[list[dict[str, Any]], operator.add]  # LLM exchanges (role, iteration, text)
     # Conductor stops routing.stop_verdict refused: {attempt, reason}, one per overruled stop.
     stop_overrules: Annotated[list[dict[str, Any]], operator.add]
+    # The tuner (nodes/tune.py): the sweep in progress (replaced every step, so a killed run resumes
+    # at its next variant) and one record per finished sweep (the report's sweep table).
+    sweep: dict[str, Any]
+    sweeps: Annotated[list[dict[str, Any]], operator.add]
     # Search in rounds (nodes/search.py); the greedy loop leaves these empty.
     round: int  # the current round
     plan: list[dict[str, Any]]  # the round's expansions: {mode, parent, branch, iteration, round, variant, of}

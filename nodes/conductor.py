@@ -32,6 +32,7 @@ class ConductorGuidance(BaseModel):
     steps: list[str] = Field(default_factory=list)
     extra_metrics: list[str] = Field(default_factory=list)
     stop: bool = False
+    sweep: bool = False  # ask the tuner (nodes/tune.py) to sweep the next verified candidate
 
 
 def parse_guidance(text: str) -> ConductorGuidance | None:
@@ -180,6 +181,7 @@ def conductor(state: PragmaState, runtime: Runtime[Context]) -> dict:
             "bottleneck": parsed.bottleneck,
             "extra_metrics": parsed.extra_metrics,
             "should_stop": parsed.stop,
+            "sweep": parsed.sweep,
         }
     if guidance["should_stop"]:
         # The router decides (graph/routing.py reads the limits); the node records its verdict so

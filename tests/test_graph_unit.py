@@ -21,6 +21,8 @@ def test_topology_matches_snapshot():
     edges = {(e.source, e.target, e.conditional) for e in compile_app().get_graph().edges}
     assert ("verifier", "repair", True) in edges and ("verifier", "profiler", True) in edges
     assert ("conductor", "coder", True) in edges and ("conductor", END, True) in edges
+    # the tuner: its own node, entered from the verifier, looping one variant per step, then the profiler
+    assert {("verifier", "tune", True), ("tune", "tune", True), ("tune", "profiler", True)} <= edges
 
 
 def test_keep_best_only_moves_to_faster_and_merges_same_iteration():

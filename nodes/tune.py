@@ -1,0 +1,297 @@
+"""tune (no LLM): sweep a verified candidate's tunables and build knobs, one variant per graph step.
+
+A candidate that declares tunables (tools/tunables.py: ``constexpr int TILE = 64; // tune: 16 32
+64 128``), or any C++ kernel when the Conductor asked for a sweep, gets a coordinate search: one
+dimension at a time, from the declared default one value up while that improves, else down while
+that improves, stopping a direction at the first variant that is not faster (build knobs, which
+have no order, try each value). Each dimension's variants are compiled in parallel into the build
+cache first (sandboxed ``build`` workers); a variant whose build fails is skipped. Each variant is
+then verified in full (correctness, stress, timing against the reference in its own sandboxed
+session), and variants are compared by their speedup over the reference.
+
+The winner, if it beats the candidate by more than ``SWEEP_MARGIN``, goes through the verifier's
+gate like any candidate: ``verify_candidate(..., best_code=...)`` against what will be the best
+after this step (the candidate itself when the verifier accepted it, else the current best). It is
+recorded as an attempt (origin ``tune``, its parameter values and the sweep's times); when accepted
+it becomes the candidate the profiler profiles and crowns. No model is called.
+
+Why one variant per step: the sweep's progress lives in state (``sweep``), checkpointed after every
+step, so a run killed mid-sweep resumes at the next variant and times no finished one again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from pragma.graph.context import Context
+from pragma.graph.state import PragmaState
+from pragma.nodes.verifier import ATTEMPT_KEYS, code_diff
+from pragma.tools import tunables
+from pragma.tools.backends import backend_for
+
+log = logging.getLogger("pragma.tune")
+
+# Variants are timed in separate verifier sessions, each against its own reference timing; their
+# speedups over the reference agree within ~1-2% for one kernel on a quiet machine. A variant
+# counts as better only above this margin, so the search does not walk on noise.
+SWEEP_MARGIN = 0.02
+
+
+def code_sha(code: str) -> str:
+    return hashlib.sha256(code.encode()).hexdigest()
+
+
+def _has_avx512() -> bool:
+    from pragma.tools.hardware import cpu_spec
+
+    return cpu_spec().get("simd") == "AVX-512"
+
+
+def new_sweep(candidate: dict[str, Any], result: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    """The sweep's state for a freshly verified candidate (JSON-native: it is checkpointed)."""
+    dims = tunables.dimensions(candidate["code"], has_avx512=_has_avx512(), build=ctx.backend == "cpu")
+    point = {d["name"]: d["default"] for d in dims}
+    return {
+        "base_sha": code_sha(candidate["code"]),
+        "parent": int(candidate["iteration"]),
+        "dims": dims,
+        "point": point,  # the best point so far
+        "point_speedup": float(result.get("speedup", 0.0)),
+        "base_speedup": float(result.get("speedup", 0.0)),
+        "base_runtime_ms": float(result.get("runtime_ms", 0.0)),
+        "dim": 0,  # index of the dimension being searched
+        "direction": "up",
+        "built": {},  # value -> build status, for the current dimension
+        "trials": [],  # every variant tried: {dim, value, params, status, speedup, runtime_ms, wall_s}
+        "phase": "build" if dims else "gate",
+        "spent_s": 0.0,
+        "budget_s": float(ctx.tune_budget_s),
+        "gate": {},
+        "done": False,
+    }
+
+
+def _dim_values(sweep: dict[str, Any]) -> list[str]:
+    """Every value of the current dimension other than its default (what the dimension may try)."""
+    d = sweep["dims"][sweep["dim"]]
+    return [v for v in d["values"] if v != d["default"]]
+
+
+def _point_with(sweep: dict[str, Any], value: str) -> dict[str, str]:
+    d = sweep["dims"][sweep["dim"]]
+    return {**sweep["point"], d["name"]: value}
+
+
+def next_value(sweep: dict[str, Any]) -> str | None:
+    """The next value of the current dimension to time, or None when the dimension is done.
+
+    Ordered dimensions (tunables) walk up from the default while each step improves, and walk
+    down only when the first step up did not; build knobs try every value. Values whose build
+    failed are skipped without stopping the walk.
+    """
+    d = sweep["dims"][sweep["dim"]]
+    tried = {t["value"]: t for t in sweep["trials"] if t["dim"] == d["name"]}
+    failed = {v for v, status in sweep["built"].items() if status != "ok"}
+    if d["kind"] == "build":
+        return next((v for v in _dim_values(sweep) if v not in tried and v not in failed), None)
+    values, best_value = d["values"], sweep["point"][d["name"]]
+
+    def walk(direction: str, step: int) -> str | None:
+        taken = [t for t in sweep["trials"] if t["dim"] == d["name"] and t.get("direction") == direction]
+        if taken and not taken[-1]["improved"]:
+            return None  # this direction got worse: stop it
+        i = values.index(best_value) + step
+        while 0 <= i < len(values) and values[i] in failed:
+            i += step
+        return values[i] if 0 <= i < len(values) and values[i] not in tried else None
+
+    if sweep["direction"] == "up":
+        if (value := walk("up", 1)) is not None:
+            return value
+        if best_value != d["default"]:
+            return None  # the walk up improved: the other side is not searched
+        sweep["direction"] = "down"
+    return walk("down", -1)
+
+
+def _prebuild(problem_path: str, codes: list[str], ctx: Context) -> list[str]:
+    """Compile each variant's C++ into the build cache, in parallel sandboxed build workers;
+    returns a status per variant ('ok', or why its build failed)."""
+    from pragma.tools import sandbox
+    from pragma.tools.verify import build_env, request_for
+
+    def one(code: str) -> str:
+        jobs = tunables.build_requests(code)
+        for job in jobs:
+            req = {
+                **request_for(problem_path, ctx, "build"),
+                "cpp_source": job["source"],
+                "cpp_name": job["name"],
+                "cpp_flags": job["flags"],
+            }
+            outcome = sandbox.run_worker(
+                req,
+                compile_timeout_s=ctx.compile_timeout_s,
+                run_timeout_s=ctx.run_timeout_s,
+                memory_limit_bytes=ctx.memory_limit_bytes,
+                num_threads=ctx.num_threads,
+                extra_env=build_env(),
+            )
+            status = str((outcome.result or {}).get("status") or f"failed ({outcome.last_phase})")
+            if status != "ok":
+                return status
+        return "ok"
+
+    if not codes:
+        return []
+    with ThreadPoolExecutor(max_workers=max(1, min(len(codes), os.cpu_count() or 1))) as pool:
+        return list(pool.map(one, codes))
+
+
+def _step(state: PragmaState, ctx: Context, sweep: dict[str, Any]) -> dict[str, Any]:
+    """One unit of work: build a dimension's variants, time one variant, or run the gate."""
+    base = state["candidate"]
+    path = state["problem"]["path"]
+    if sweep["phase"] == "build":
+        values = _dim_values(sweep)
+        codes = [tunables.variant(base["code"], _point_with(sweep, v)) for v in values]
+        sweep["built"] = dict(zip(values, _prebuild(path, codes, ctx), strict=True))
+        sweep["phase"] = "time"
+        return sweep
+    if sweep["phase"] == "time":
+        value = next_value(sweep) if sweep["spent_s"] < sweep["budget_s"] else None
+        if value is None:
+            sweep["dim"] += 1
+            sweep["direction"], sweep["built"] = "up", {}
+            sweep["phase"] = (
+                "build" if sweep["dim"] < len(sweep["dims"]) and sweep["spent_s"] < sweep["budget_s"] else "gate"
+            )
+            return sweep
+        d = sweep["dims"][sweep["dim"]]
+        params = _point_with(sweep, value)
+        res = backend_for(ctx).verify(path, tunables.variant(base["code"], params), ctx)
+        speedup = float(res["speedup"]) if res["status"] == "ok" else 0.0
+        improved = res["status"] == "ok" and speedup > sweep["point_speedup"] * (1.0 + SWEEP_MARGIN)
+        sweep["trials"].append(
+            {
+                "dim": d["name"],
+                "value": value,
+                "direction": sweep["direction"] if d["kind"] == "tunable" else "",
+                "params": params,
+                "status": res["status"],
+                "speedup": speedup,
+                "runtime_ms": float(res["runtime_ms"]),
+                "wall_s": float(res["wall_s"]),
+                "improved": improved,
+                "message": "" if res["status"] == "ok" else str(res["message"])[:300],
+            }
+        )
+        if improved:
+            sweep["point"], sweep["point_speedup"] = params, speedup
+        return sweep
+    # phase gate: the winner is verified like any candidate, against what will be the best.
+    defaults = {d["name"]: d["default"] for d in sweep["dims"]}
+    if sweep["point"] == defaults or sweep["point_speedup"] <= sweep["base_speedup"] * (1.0 + SWEEP_MARGIN):
+        sweep["gate"] = {"status": "skipped", "acceptance": "no variant beat the candidate"}
+    else:
+        best = state.get("best") or {}
+        base_result = state.get("verification") or {}
+        gate_best = base["code"] if base_result.get("is_new_best") or not best.get("code") else best["code"]
+        gate_best_speedup = (
+            float(base_result.get("speedup", 0.0)) if gate_best == base["code"] else float(best.get("speedup", 0.0))
+        )
+        res = backend_for(ctx).verify(
+            path,
+            tunables.variant(base["code"], sweep["point"]),
+            ctx,
+            best_code=gate_best,
+            best_speedup=gate_best_speedup,
+        )
+        sweep["gate"] = {"result": res, "against": "candidate" if gate_best == base["code"] else "best"}
+    sweep["phase"], sweep["done"] = "done", True
+    return sweep
+
+
+def _finish(state: PragmaState, sweep: dict[str, Any]) -> dict[str, Any]:
+    """The state update of a finished sweep: its record, and the tuned child when one was gated."""
+    base = state["candidate"]
+    gate = sweep["gate"]
+    res = gate.get("result")
+    record = {
+        "parent": sweep["parent"],
+        "base_sha": sweep["base_sha"],
+        "dims": sweep["dims"],
+        "trials": [
+            {k: v for k, v in t.items() if k != "message"} | {"message": t.get("message", "")} for t in sweep["trials"]
+        ],
+        "base_speedup": sweep["base_speedup"],
+        "winner": sweep["point"],
+        "winner_speedup": sweep["point_speedup"],
+        "spent_s": round(sweep["spent_s"], 3),
+        "budget_s": sweep["budget_s"],
+        "gate": "" if res is None else res["acceptance"],
+        "child": 0,
+        "accepted": False,
+    }
+    update: dict[str, Any] = {"sweep": sweep}
+    if res is not None:
+        iteration = int(state.get("iteration", 0)) + 1
+        code = tunables.variant(base["code"], sweep["point"])
+        params = tunables.describe(sweep["point"], sweep["dims"])
+        child = {
+            "iteration": iteration,
+            "code": code,
+            "origin": "tune",
+            "format": base.get("format", "module"),
+            "parent": int(base["iteration"]),
+            "branch": int(base.get("branch", 0) or 0),
+            "round": int(base.get("round", 0) or 0),
+            "guidance": f"tuner: {params}",
+        }
+        if base.get("kernel"):
+            child["kernel"] = tunables.with_values(
+                base["kernel"], {k: v for k, v in sweep["point"].items() if not k.startswith("build:")}
+            )
+        attempt = {
+            "iteration": iteration,
+            "origin": "tune",
+            "code_sha256": code_sha(code),
+            "code": code,
+            "parent": int(base["iteration"]),
+            "diff": code_diff(base["code"], code, int(base["iteration"])),
+            "guidance": child["guidance"],
+            "finished_at": time.time(),
+            "params": dict(sweep["point"]),
+            "sweep_s": round(sweep["spent_s"], 3),
+            "variants_timed": len(sweep["trials"]),
+            **{k: res[k] for k in ATTEMPT_KEYS},
+        }
+        record.update(child=iteration, accepted=bool(res["is_new_best"]))
+        update.update(attempts=[attempt], iteration=iteration)
+        if res["is_new_best"]:
+            # The profiler profiles and crowns it next (the best always carries its profile).
+            update.update(candidate=child, verification=res)
+    update["sweeps"] = [record]
+    return update
+
+
+def tune(state: PragmaState, runtime: Runtime[Context]) -> dict:
+    candidate = state["candidate"]
+    sweep = dict(state.get("sweep") or {})
+    if sweep.get("base_sha") != code_sha(candidate["code"]) or sweep.get("done"):
+        sweep = new_sweep(candidate, state["verification"], runtime.context)
+    t0 = time.monotonic()
+    sweep = _step(state, runtime.context, sweep)
+    sweep["spent_s"] = float(sweep["spent_s"]) + (time.monotonic() - t0)
+    if sweep["done"]:
+        out = _finish(state, sweep)
+        log.info("sweep of #%s done in %.1f s: %s", sweep["parent"], sweep["spent_s"], out["sweeps"][0]["gate"])
+        return out
+    return {"sweep": sweep}

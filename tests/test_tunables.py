@@ -1,0 +1,141 @@
+"""Unit tests: the tunables syntax (tools/tunables.py), the tuner's walk (nodes/tune.py) and its routing."""
+
+from __future__ import annotations
+
+import ast
+from types import SimpleNamespace
+
+import pytest
+
+from pragma.graph.context import Context
+from pragma.graph.routing import candidates_written, route_after_tune, route_after_verifier, sweep_wanted
+from pragma.nodes import tune
+from pragma.tools import tunables
+
+MODULE = '''import ctypes
+from pragma_cext import load_cpp, ptr
+
+CPP_SOURCE = r"""
+#include <cstdint>
+constexpr int TILE = 64;  // tune: 128 16 32
+static constexpr int64_t UNROLL = 4; // tune: 1, 2, 4, 8
+constexpr float SCALE = 0.5f; // tune: 0.25f 1.0f
+const int NOTUNE = 3;
+constexpr int BAD = 8; // tune: 4 eight
+constexpr int EXPR = 2 * 4; // tune: 4 8
+extern "C" void k(float* y, int64_t n) { for (int64_t i = 0; i < n; i += TILE) y[i] = SCALE; }
+"""
+
+_lib = load_cpp(CPP_SOURCE, name="k")
+'''
+
+
+def test_parse_finds_declared_tunables_in_numeric_order_with_the_default():
+    found = {t.name: t for t in tunables.parse(MODULE)}
+    assert list(found) == ["TILE", "UNROLL", "SCALE"]  # BAD (not a number) and EXPR (an expression) declare nothing
+    assert found["TILE"].default == "64" and found["TILE"].values == ("16", "32", "64", "128")
+    assert found["UNROLL"].values == ("1", "2", "4", "8")
+    assert found["SCALE"].values == ("0.25f", "0.5f", "1.0f")
+
+
+def test_variant_changes_one_literal_and_keeps_the_tune_comment():
+    out = tunables.variant(MODULE, {"TILE": "32"})
+    assert "constexpr int TILE = 32;  // tune: 128 16 32" in out
+    assert out.replace("TILE = 32", "TILE = 64") == MODULE
+    with pytest.raises(ValueError, match="not a numeric literal"):
+        tunables.with_values(MODULE, {"TILE": "32; system(x)"})
+
+
+def test_build_knobs_add_flags_to_the_build_call_and_the_prebuild_sees_them():
+    dims = tunables.build_knobs(MODULE, has_avx512=True)
+    assert [d["name"] for d in dims] == [tunables.VECTOR_WIDTH, tunables.UNROLL]
+    assert dims[0]["values"] == ["default", "256", "512"]
+    assert tunables.build_knobs(MODULE, has_avx512=False)[0]["values"] == ["default", "256"]
+    out = tunables.variant(MODULE, {tunables.VECTOR_WIDTH: "512", tunables.UNROLL: "on"})
+    ast.parse(out)
+    assert "load_cpp(CPP_SOURCE, name=\"k\", extra_flags=('-mprefer-vector-width=512', '-funroll-loops'))" in out
+    [job] = tunables.build_requests(out)
+    assert job["name"] == "k" and job["flags"] == ["-mprefer-vector-width=512", "-funroll-loops"]
+    assert "constexpr int TILE = 64;" in job["source"]
+    # defaults add nothing; a kernel that already chose its flags gets no build knob
+    assert tunables.variant(MODULE, {tunables.VECTOR_WIDTH: "default", tunables.UNROLL: "off"}) == MODULE
+    assert tunables.build_knobs(out, has_avx512=True) == []
+    assert tunables.build_knobs("x = 1\n", has_avx512=True) == []
+
+
+def test_trailing_comma_in_the_build_call():
+    code = 'from pragma_cext import load_cpp\nS = "int f(){return 1;}"\nlib = load_cpp(\n    S,\n    name="f",\n)\n'
+    out = tunables.with_flags(code, ["-funroll-loops"])
+    ast.parse(out)
+    assert ",," not in out.replace(" ", "").replace("\n", "")
+    assert tunables.build_requests(out)[0]["flags"] == ["-funroll-loops"]
+
+
+def _sweep(values, default, trials=(), built=None, kind="tunable"):
+    dims = [{"name": "T", "kind": kind, "default": default, "values": values}]
+    s = {
+        "dims": dims,
+        "dim": 0,
+        "direction": "up",
+        "point": {"T": default},
+        "point_speedup": 1.0,
+        "trials": [],
+        "built": built or {},
+    }
+    for value, improved in trials:
+        s["trials"].append({"dim": "T", "value": value, "direction": s["direction"], "improved": improved})
+        if improved:
+            s["point"] = {"T": value}
+        tune.next_value(s)  # advances the direction the way the node does between steps
+    return s
+
+
+def test_walk_goes_up_while_improving_then_stops():
+    s = _sweep(["16", "32", "64", "128", "256"], "32")
+    assert tune.next_value(s) == "64"
+    s = _sweep(["16", "32", "64", "128", "256"], "32", [("64", True)])
+    assert tune.next_value(s) == "128"
+    s = _sweep(["16", "32", "64", "128", "256"], "32", [("64", True), ("128", False)])
+    assert tune.next_value(s) is None  # worse one step further, and the way down is not searched
+
+
+def test_walk_turns_down_when_the_first_step_up_is_worse_and_skips_failed_builds():
+    s = _sweep(["8", "16", "32", "64"], "32", [("64", False)], built={"16": "compile_error"})
+    assert tune.next_value(s) == "8"  # 16 failed to build: skipped, the walk goes on
+    s = _sweep(["8", "16", "32", "64"], "32", [("64", False), ("16", False)])
+    assert tune.next_value(s) is None
+
+
+def test_build_knobs_try_every_value():
+    s = _sweep(["default", "256", "512"], "default", kind="build")
+    assert tune.next_value(s) == "256"
+    s = _sweep(["default", "256", "512"], "default", [("256", False)], kind="build")
+    assert tune.next_value(s) == "512"
+
+
+def _runtime(**kw):
+    return SimpleNamespace(context=Context(**kw))
+
+
+def test_routing_sends_a_tunable_candidate_to_the_tuner_once():
+    state = {
+        "verification": {"status": "ok"},
+        "candidate": {"iteration": 1, "code": MODULE},
+        "guidance": {},
+        "attempts": [],
+    }
+    assert route_after_verifier(state, _runtime()) == "tune"
+    assert route_after_verifier(state, _runtime(tune_budget_s=0)) == "profiler"
+    swept = {**state, "sweeps": [{"base_sha": tune.code_sha(MODULE)}]}
+    assert route_after_verifier(swept, _runtime()) == "profiler"
+    plain = {**state, "candidate": {"iteration": 1, "code": tunables.with_values(MODULE, {}).replace("// tune:", "//")}}
+    assert not sweep_wanted(plain, Context())
+    # no tunables: only when the Conductor asks (then the build knobs)
+    assert sweep_wanted({**plain, "guidance": {"sweep": True}}, Context())
+    assert route_after_tune({"sweep": {"done": False}}, _runtime()) == "tune"
+    assert route_after_tune({"sweep": {"done": True}}, _runtime()) == "profiler"
+
+
+def test_tuned_children_do_not_count_as_written_candidates():
+    state = {"iteration": 3, "attempts": [{"origin": "initial"}, {"origin": "tune"}, {"origin": "refine"}]}
+    assert candidates_written(state) == 2
