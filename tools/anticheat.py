@@ -239,6 +239,16 @@ NOISY_NEIGHBOUR = _rule(
     "slow the reference down. Any CPU time its runner, or a process it left outside its group, "
     "accrues over the other implementations' calls (read from /proc by the judge) rejects it.",
 )
+FAIR_SCHEDULING = _rule(
+    "fair_scheduling",
+    ("timing", "sandbox"),
+    "Runners share a uid and hold no capabilities, yet Linux lets a process lower the priority of, "
+    "change the policy of, or move any process of its uid: the reference's runner reniced to 19 or "
+    "put in SCHED_IDLE is timed in the gaps other work leaves. The candidate's and the best's "
+    "seccomp filters refuse scheduling calls aimed at anything but the calling thread, and any "
+    "affinity change; around the timed rounds the judge reads every runner's tasks (and its own) "
+    "from /proc: a nice value, policy or core set other than the one it was forked with rejects.",
+)
 AUDITED_CALLS = _rule(
     "audited_calls",
     ("timing",),

@@ -23,6 +23,7 @@ Writes ``result.json`` (a ``JudgeResult``) and ``progress.jsonl`` (phases, for t
 from __future__ import annotations
 
 import ctypes
+import functools
 import importlib.util
 import json
 import math
@@ -51,6 +52,11 @@ WARMUP_MAX_ROUNDS = 10_000
 WARMUP_WINDOW = 5  # calls per window of the settle test (two windows: 10 calls at least)
 WARMUP_SETTLED = 0.03  # the two windows' medians within 3%: past the first calls' page faults
 CORES_WINDOW_S = 0.2  # long against a scheduler tick (10 ms): the tick count's error is then <5%
+# One timed call of the candidate may use num_threads cores for as long as it could run (from its
+# SIGCONT to its stop), within these margins. Pinned, it cannot use more (tools/seccomp.py); the
+# clock is the scheduler's, exact for a stopped process, so the margins are small.
+CALL_CORES_SLACK = 1.02
+CALL_CPU_SLACK_NS = 100_000
 AUDIT_FRACTION = 0.05  # share of timed rounds whose outputs are fetched and compared (~45 ms each for 32 MB outputs)
 MIN_AUDITS = 3
 RECORD_FRACTION = 0.05  # share of timed rounds where the candidate's ops are recorded (samples dropped)
@@ -134,14 +140,81 @@ def _import_file(path: str, module_name: str):
     return module
 
 
-def cpu_ticks(pid: int) -> int:
-    """utime + stime of every thread of ``pid`` (clock ticks), 0 when it is gone."""
+def _stat_fields(path: str) -> list[bytes]:
+    """Fields of a /proc stat file after ``comm``: index 0 is field 3 (state) of proc(5)."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])
-    except (OSError, IndexError, ValueError):
+        with open(path, "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+
+
+def cpu_ticks(pid: int) -> int:
+    """utime + stime of every thread of ``pid``, live or exited, plus cutime + cstime: the CPU of
+    the children it reaped (clock ticks; 0 when it is gone). A child that shares the runner's
+    memory, computes part of a call on another core and is reaped before the call returns leaves
+    its CPU only there (issue 33): it is the candidate's CPU like its threads'."""
+    fields = _stat_fields(f"/proc/{pid}/stat")
+    try:
+        return sum(int(fields[i]) for i in (11, 12, 13, 14))
+    except (IndexError, ValueError):
         return 0
+
+
+def child_ticks(pid: int) -> int:
+    """cutime + cstime of ``pid``: CPU of its children that ran and were reaped (clock ticks)."""
+    fields = _stat_fields(f"/proc/{pid}/stat")
+    try:
+        return int(fields[13]) + int(fields[14])
+    except (IndexError, ValueError):
+        return 0
+
+
+def cpu_clock_ns(pid: int) -> int | None:
+    """CPU time of every thread of ``pid``, live or exited, in ns (its process CPU clock: the
+    scheduler's own runtime, not ticks). Exact for a stopped process (every thread is off the CPU,
+    so none has time pending); None when the clock cannot be read."""
+    try:
+        return time.clock_gettime_ns((~pid << 3) | 2)  # MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)
+    except OSError:
+        return None
+
+
+def _cpu_list(text: str) -> frozenset[int]:
+    """``0-3,6`` (a Cpus_allowed_list) as a set of CPU numbers."""
+    out: set[int] = set()
+    for part in text.split(","):
+        lo, _, hi = part.strip().partition("-")
+        if lo.isdigit():
+            out.update(range(int(lo), int(hi or lo) + 1))
+    return frozenset(out)
+
+
+def sched_of(pid: int, tid: int | None = None) -> tuple[int, int, frozenset[int]] | None:
+    """(nice, scheduling policy, allowed CPUs) of one task from /proc; None when it is gone."""
+    base = f"/proc/{pid}" if tid is None else f"/proc/{pid}/task/{tid}"
+    fields = _stat_fields(f"{base}/stat")
+    try:
+        nice, policy = int(fields[16]), int(fields[38])  # fields 19 and 41 of proc(5)
+    except (IndexError, ValueError):
+        return None
+    cpus = _status_field_at(f"{base}/status", "Cpus_allowed_list")
+    return nice, policy, _cpu_list(cpus)
+
+
+def _status_field_at(path: str, name: str) -> str:
+    try:
+        with open(path) as f:
+            return next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith(name + ":")), "")
+    except OSError:
+        return ""
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
 
 
 def thread_count(pid: int) -> int:
@@ -276,6 +349,10 @@ class Judge:
         self.extra: dict[str, Any] = {}
         self.call_cpu: dict[str, tuple[int, int]] = {}  # role -> (CPU ticks, wall ns) of its timed calls
         self.cores_from: dict[str, str] = {}  # role -> what its cores_used was measured over
+        # pid -> (nice, policy, cores) every task of that runner (and the judge's main thread) must
+        # keep: what it had when forked, before any candidate code ran (main; _check_scheduling)
+        self.sched_expected: dict[int, tuple[int, int, frozenset[int]]] = {}
+        self.call_cores_peak = 0.0  # the candidate's most CPU per second of one timed call, in cores
         self.released = False  # compiled-call counting (and the Triton launch hook) removed
         self.ref_outs: list[Any] = []  # the reference's outputs of the correctness trials
         self.stopped_early = ""  # when and why the timed rounds ended before timed_calls ("" if not)
@@ -453,7 +530,8 @@ class Judge:
             f"(no signals, ptrace or /proc/<pid>/mem of the judge or each other); capabilities {caps or 'unknown'}"
             + (" (none)" if caps.strip("0") == "" and caps else "")
             + (
-                "; seccomp filter: flock refused (no lock of PRAGMA's can be held)"
+                "; seccomp filter: flock refused (no lock of PRAGMA's can be held); no scheduling, "
+                "signals or memory of other processes, no affinity change (tools/seccomp.py)"
                 if filtered
                 else "; no seccomp filter"
             )
@@ -820,6 +898,9 @@ class Judge:
         h = self.runners[role]
         stoppable = role != "reference"
         before = cpu_ticks(h.pid)
+        judged = role == "candidate"  # the best passed before: its quirks must not reject the candidate
+        cpu0 = cpu_clock_ns(h.pid) if judged else None
+        may_run0 = perf_counter_ns()
         if stoppable:
             self.idle_ticks[role] += before - self.stop_ticks[role]
             h.cont()
@@ -831,6 +912,8 @@ class Judge:
         if stoppable:
             if not h.stop():
                 raise self._died(role)
+        if judged:
+            self._judge_call_cpu(h.pid, cpu0, perf_counter_ns() - may_run0)
         after = cpu_ticks(h.pid)
         if stoppable:
             self.stop_ticks[role] = after
@@ -839,6 +922,66 @@ class Judge:
         ticks, ns = self.call_cpu.get(role, (0, 0))
         self.call_cpu[role] = (ticks + after - before, ns + t1 - t0)
         return (t1 - t0) / 1e6, rep
+
+    def _judge_call_cpu(self, pid: int, cpu0: int | None, may_run_ns: int) -> None:
+        """No share of any timed call on more than num_threads cores (``thread_budget``).
+
+        Why per call: judged over a whole batch at 1.5 x num_threads (tick counts need slack), a
+        helper thread that took a third of every call to another core kept the batch at ~1.4
+        cores and gained up to 1.3x (issue 33). The candidate's runner is stopped before its call
+        and after it, so its process CPU clock (live and exited threads, in ns) is exact at both
+        reads and every ns of it fell between its SIGCONT and its stop: pinned to num_threads
+        cores it cannot exceed num_threads x that span. Children are not in that clock: their CPU
+        is judged over the timed rounds (``_judge_children``) and counted in ``cores_used``."""
+        cpu1 = cpu_clock_ns(pid)
+        if cpu0 is None or cpu1 is None or may_run_ns <= 0:
+            return
+        used_ns = cpu1 - cpu0
+        cores = used_ns / may_run_ns
+        self.call_cores_peak = max(self.call_cores_peak, cores)
+        if used_ns > self.n_threads * may_run_ns * CALL_CORES_SLACK + CALL_CPU_SLACK_NS:
+            raise self.v.reject(
+                "thread_budget",
+                f"a timed call of the candidate used {cores:.2f} cores at num_threads={self.n_threads}: "
+                f"{used_ns / 1e6:.2f} ms of CPU in the {may_run_ns / 1e6:.2f} ms it could run "
+                "(its process CPU clock, read while stopped): a thread or process on another core for part of a call",
+            )
+
+    def _check_scheduling(self, when: str) -> None:
+        """Every task of every runner, and the judge's main thread, still has the nice value, policy
+        and cores it was forked with (``fair_scheduling``): no process lowered another's priority or
+        moved it. The candidate's filter refuses such calls (tools/seccomp.py); this reads the result
+        from /proc, so it also holds where no filter applied (another architecture, no seccomp)."""
+        who = {h.pid: f"the {role} runner" for role, h in self.runners.items()}
+        who[os.getpid()] = "the judge"
+        for pid, expected in self.sched_expected.items():
+            if pid not in who:
+                continue  # a runner replaced since (killed)
+            tids = [None] if pid == os.getpid() else [int(t) for t in _listdir(f"/proc/{pid}/task")]
+            for tid in tids:
+                now = sched_of(pid, tid)
+                if now is None or now == expected:
+                    continue
+                raise self.v.reject(
+                    "fair_scheduling",
+                    f"{when}: {who[pid]} (task {tid or pid}) runs at nice {now[0]}, policy {now[1]}, cores "
+                    f"{sorted(now[2])}; forked with nice {expected[0]}, policy {expected[1]}, cores "
+                    f"{sorted(expected[2])} (/proc): its scheduling was changed",
+                )
+
+    def _judge_children(self, kids0: dict[int, int]) -> None:
+        """Children of the candidate's runner that ran and were reaped during the timed rounds
+        (cutime + cstime grew) reject it: a child sharing the runner's memory computed part of a
+        call where no thread count or live-process check sees it (issue 33)."""
+        pid = self.runners["candidate"].pid
+        now = child_ticks(pid)
+        grown = now - kids0.get(pid, now)
+        if grown > 0:
+            raise self.v.reject(
+                "no_threads_or_processes",
+                f"candidate: child processes ran during the timed rounds and were reaped before any check "
+                f"({grown / _CLK_TCK * 1e3:.0f} ms of CPU in its cutime/cstime, /proc)",
+            )
 
     def call_failed(self, role: str, rep: dict[str, Any]) -> None:
         text = str(rep.get("error", "forward failed"))[:3000]
@@ -908,6 +1051,8 @@ class Judge:
             h.stop()
             spare_ticks[h.pid] = cpu_ticks(h.pid)
         with timing_slot.hold("verifier") as slot:
+            self._check_scheduling("before the timed rounds")
+            kids0 = {h.pid: child_ticks(h.pid) for h in self.runners.values()}
             warm, warmup_elapsed_s = self._warm_up(roles)
             null_ms = self.null_round_trip_ms()
             samples: dict[str, list[float]] = {r: [] for r in roles}
@@ -945,6 +1090,8 @@ class Judge:
             # Per process: ticks since the first snapshot (all of them for a process that appeared).
             stray = {k: t - strays_before.get(k, 0) for k, t in self._strays().items()}
             stray = {k: t for k, t in stray.items() if t > 0}
+            self._check_scheduling("after the timed rounds")
+            self._judge_children(kids0)
             cores = self.cores_used(["reference", "candidate"])
         for r in self.idle_ticks:
             self.runners[r].cont()
@@ -1213,12 +1360,15 @@ class Judge:
     def _strays(self) -> dict[str, int]:
         """``"pid (comm)"`` -> CPU ticks, for processes in the sandbox that are neither the judge nor a runner."""
         known = {os.getpid(), *(h.pid for h in self.runners.values())}
-        pids: set[int] = set()
+        pids: set[int] = set(children_of(os.getpid()))  # a runner's child cloned with CLONE_PARENT is the judge's
         for h in self.runners.values():
             pids.update(children_of(h.pid))
         if self.req.get("fresh_proc"):  # own PID namespace and /proc: pid 1 is the sandbox's init
             pids.update(p for p in children_of(1) if p not in known)
-        return {f"{p} ({_status_field(p, 'Name')})": cpu_ticks(p) for p in pids - known}
+        out = {f"{p} ({_status_field(p, 'Name')})": cpu_ticks(p) for p in pids - known}
+        if self.req.get("fresh_proc"):  # orphans (their parent exited first) are reaped by init: its cutime
+            out["1 (init: orphans it reaped)"] = child_ticks(1)
+        return out
 
     def _neighbour_verdict(self, strays: dict[str, int], samples: dict[str, list[float]]) -> None:
         stray_ticks = sum(strays.values())
@@ -1302,7 +1452,13 @@ class Judge:
                 "pass",
                 f"candidate used {cores['candidate']:.2f} cores per wall second "
                 f"(bound {bound:.1f}; reference {cores['reference']:.2f}; /proc, over "
-                f"{self.cores_from.get('candidate', '?')})",
+                f"{self.cores_from.get('candidate', '?')}); at most {self.call_cores_peak:.2f} cores "
+                f"in any one timed call (bound {self.n_threads})",
+            )
+            self.v.note(
+                "fair_scheduling",
+                "pass",
+                "every runner and the judge kept the nice value, policy and cores they were forked with (/proc)",
             )
             self.v.note(
                 "audited_calls",
@@ -1356,27 +1512,35 @@ def main(request_path: str) -> int:
         import triton  # noqa: F401 - imported before the fork: runners then share its import cost
 
     spawn.prime_torch()  # torch's own lazy imports, before the fork (free when forked from the zygote)
-    runners = {
-        "reference": spawn.fork_runner("reference", writable),
-        "candidate": spawn.fork_runner("candidate", writable),
-    }
-    if (workdir / "best.py").exists():
-        runners["best"] = spawn.fork_runner("best", writable)
-        # The candidate is timed against the best in a runner whose history is the best's (loaded,
-        # then warmed up and timed), not in the one that ran the correctness trials: see Judge.fresh_candidate.
-        runners[TIMED_CANDIDATE] = spawn.fork_runner(TIMED_CANDIDATE, writable)
-        if req.get("device", "cpu") == "cpu":  # on a GPU each would hold a CUDA context of its own
-            for spare in CONFIRM.values():
-                runners[spare] = spawn.fork_runner(spare, writable)
     # The same cores for every runner (and the judge between calls): where the scheduler places a
     # process woken by a message (the reference) and one woken by SIGCONT (the candidate) would
-    # otherwise differ, and on a loaded machine that difference lands in the speedup.
+    # otherwise differ, and on a loaded machine that difference lands in the speedup. Each runner
+    # pins itself before anything else runs in it (no thread of it escapes the set), and is pinned
+    # from here too; its candidate cannot change the set (tools/seccomp.py).
     cores = sorted(os.sched_getaffinity(0))[: max(1, int(req["num_threads"]))]
+    fork_runner = functools.partial(spawn.fork_runner, writable=writable, cores=cores)
+    runners = {
+        "reference": fork_runner("reference"),
+        "candidate": fork_runner("candidate"),
+    }
+    if (workdir / "best.py").exists():
+        runners["best"] = fork_runner("best")
+        # The candidate is timed against the best in a runner whose history is the best's (loaded,
+        # then warmed up and timed), not in the one that ran the correctness trials: see Judge.fresh_candidate.
+        runners[TIMED_CANDIDATE] = fork_runner(TIMED_CANDIDATE)
+        if req.get("device", "cpu") == "cpu":  # on a GPU each would hold a CUDA context of its own
+            for spare in CONFIRM.values():
+                runners[spare] = fork_runner(spare)
+    # What every runner's tasks must keep (Judge._check_scheduling): the judge's nice and policy,
+    # which a fork inherits, and the pinned cores where pinning worked (else the judge's own set).
+    nice, policy, own_cores = sched_of(os.getpid()) or (0, 0, frozenset(os.sched_getaffinity(0)))
+    sched_expected = {os.getpid(): (nice, policy, own_cores)}
     for h in runners.values():
         try:
             os.sched_setaffinity(h.pid, cores)
+            sched_expected[h.pid] = (nice, policy, frozenset(cores))
         except OSError:
-            pass
+            sched_expected[h.pid] = (nice, policy, own_cores)
     # The judge keeps its heap like the runners (after their fork: they set their own): its copies
     # and comparisons of 32 MB outputs reuse pages instead of faulting in fresh ones (14 -> 7 ms a copy).
     spawn.steady_heap(ctypes.CDLL(None))
@@ -1387,6 +1551,7 @@ def main(request_path: str) -> int:
         "runners in their own Landlock domains and process groups"
     )
     judge = Judge(req, workdir, runners, seeds, isolation)
+    judge.sched_expected = sched_expected
     try:
         result = judge.run()
     except Decided as d:

@@ -10,9 +10,11 @@ imports the problem, so a runner's memory holds nothing secret. The child, befor
 - adds its own Landlock layer (``landlock.confine``): same write rules, plus signals and abstract
   unix sockets scoped to its own domain, and no ptrace or ``/proc/<pid>/mem|environ`` of a process
   outside it (the judge, the other runners): Landlock denies those even to root;
-- except the reference's, refuses ``flock`` (``seccomp.deny_flock``): no lock PRAGMA coordinates
-  through (the machine's timing slot, a data dir's run locks) can be held or waited for by
-  candidate code (or the best's, LLM code too).
+- except the reference's, runs under ``seccomp.confine_runner``: no ``flock`` (no lock PRAGMA
+  coordinates through, the machine's timing slot or a data dir's run locks, can be held or waited
+  for by candidate code, or the best's, LLM code too), no scheduling, signals or memory of another
+  process, no affinity change (the judge pins every runner to the same cores right after the fork,
+  and whatever the candidate starts stays on them), no ``clone3``.
 Only then does it import the runner loop (``pragma.tools.inside.runner``): the judge process never
 executes a line of it.
 """
@@ -165,12 +167,19 @@ def steady_heap(libc: ctypes.CDLL) -> None:
     libc.mallopt(_M_TRIM_THRESHOLD, _STEADY_HEAP_BYTES)
 
 
-def fork_runner(role: str, writable: list[str]) -> RunnerHandle:
+def fork_runner(role: str, writable: list[str], cores: list[int] | None = None) -> RunnerHandle:
+    """Fork ``role``'s runner; ``cores``: the CPUs it is pinned to before anything else runs in it
+    (every thread and child it starts inherits them; its seccomp filter keeps them fixed)."""
     parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pid = os.fork()
     if pid == 0:  # the runner
         code = 0
         try:
+            if cores:
+                try:
+                    os.sched_setaffinity(0, cores)
+                except OSError:
+                    pass  # the judge pins it from its side too, and records what held
             parent_sock.close()
             os.setpgid(0, 0)
             drop_capabilities()
@@ -186,7 +195,7 @@ def fork_runner(role: str, writable: list[str]) -> RunnerHandle:
             if role != "reference":  # LLM code; the problem's own Model may use torch.compile (file locks)
                 from pragma.tools import seccomp
 
-                seccomp.deny_flock()  # the judge reads from /proc whether it applied
+                seccomp.confine_runner()  # the judge reads from /proc whether it applied
             from pragma.tools.inside import runner
 
             runner.serve(child_sock, role)
