@@ -1,0 +1,184 @@
+"""Issue 33, fair neighbours: what the runner's seccomp filter refuses and allows, and the judge's
+/proc readings behind fair_scheduling, reaped children's CPU and the per-call CPU clock.
+
+Each filter test installs tools/seccomp.py's real filter in a forked child (a filter cannot be
+removed) and reports back through a pipe; the judge's helpers read real processes' /proc entries.
+The red-team cases that use them through the installed CLI are in tests/data/adversarial/
+(renice_neighbours, clone_second_core, helper_thread_share).
+"""
+
+import ctypes
+import json
+import os
+import platform
+import signal
+import subprocess
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+from test_redteam_twins import twin_cases
+
+from pragma.tools import judge, seccomp
+
+pytestmark = pytest.mark.integration  # forks processes (tests/conftest.py)
+
+_SYS_CLONE3 = 435  # the same number on x86-64 and aarch64
+
+
+def _in_filtered_child(probe) -> dict:
+    """Run ``probe() -> dict`` in a forked child under ``seccomp.confine_runner``; its answer."""
+    if platform.machine() not in seccomp._ARCH:
+        pytest.skip(f"no runner filter for {platform.machine()}")
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            applied = seccomp.confine_runner()
+            out = {"applied": applied, **(probe() if not applied.startswith("none") else {})}
+            os.write(w, json.dumps(out).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        text = f.read()
+    os.waitpid(pid, 0)
+    out = json.loads(text)
+    if out["applied"].startswith("none"):
+        pytest.skip(out["applied"])
+    return out
+
+
+def _errno(fn) -> int:
+    try:
+        fn()
+        return 0
+    except OSError as exc:
+        return exc.errno
+
+
+@pytest.fixture
+def neighbour():
+    """A sleeping process of the same uid: what a runner's neighbour is to it."""
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    yield pid
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+
+
+def test_the_filter_refuses_every_scheduling_request_aimed_at_a_neighbour(neighbour):
+    def probe():
+        return {
+            "nice": _errno(lambda: os.setpriority(os.PRIO_PROCESS, neighbour, 19)),
+            "user": _errno(lambda: os.setpriority(os.PRIO_USER, 0, 19)),
+            "group": _errno(lambda: os.setpriority(os.PRIO_PGRP, 0, 19)),
+            "idle": _errno(lambda: os.sched_setscheduler(neighbour, os.SCHED_IDLE, os.sched_param(0))),
+            "param": _errno(lambda: os.sched_setparam(neighbour, os.sched_param(0))),
+            "move": _errno(lambda: os.sched_setaffinity(neighbour, {0})),
+            "signal": _errno(lambda: os.kill(neighbour, signal.SIGSTOP)),
+            "pidfd": _errno(lambda: os.pidfd_open(neighbour)),
+        }
+
+    out = _in_filtered_child(probe)
+    refused = {k: v for k, v in out.items() if k != "applied"}
+    assert refused == dict.fromkeys(refused, 1), refused  # all EPERM
+    assert judge.sched_of(neighbour)[:2] == judge.sched_of(os.getpid())[:2]  # nothing changed
+
+
+def test_the_filter_fixes_the_runners_own_cores_and_lets_it_run_what_it_needs():
+    def probe():
+        libc = ctypes.CDLL(None, use_errno=True)
+        clone3 = libc.syscall(_SYS_CLONE3, None, 0)
+        clone3_errno = ctypes.get_errno()
+        done = []
+        t = threading.Thread(target=lambda: done.append(1))  # threads fall back from clone3 to clone
+        t.start()
+        t.join()
+        child = os.fork()
+        if child == 0:
+            os._exit(7)
+        _, status = os.waitpid(child, 0)
+        return {
+            "own_cores": _errno(lambda: os.sched_setaffinity(0, os.sched_getaffinity(0))),
+            "own_nice": _errno(lambda: os.setpriority(os.PRIO_PROCESS, 0, 1)),
+            "own_signal": _errno(lambda: os.kill(os.getpid(), 0)),
+            "own_limits": _errno(lambda: __import__("resource").prlimit(0, __import__("resource").RLIMIT_CORE)),
+            "clone3": [clone3, clone3_errno],
+            "thread": done == [1],
+            "fork": os.WEXITSTATUS(status),
+            "compiler": subprocess.run(["true"]).returncode,  # the candidate's build runs the compiler
+        }
+
+    out = _in_filtered_child(probe)
+    assert out["own_cores"] == 1  # EPERM even for its own set: a helper cannot leave the pinned cores
+    assert out["own_nice"] == out["own_signal"] == out["own_limits"] == 0
+    assert out["clone3"] == [-1, 38]  # ENOSYS
+    assert out["thread"] and out["fork"] == 7 and out["compiler"] == 0
+
+
+def _judge_with(runners: dict[str, int]) -> judge.Judge:
+    """A Judge with just what _check_scheduling reads: runners' pids and what they must keep."""
+    j = judge.Judge.__new__(judge.Judge)
+    j.v = judge.Verdicts()
+    j.runners = {role: SimpleNamespace(pid=pid) for role, pid in runners.items()}
+    j.sched_expected = {pid: judge.sched_of(pid) for pid in [os.getpid(), *runners.values()]}
+    return j
+
+
+def test_a_reniced_runner_is_a_fair_scheduling_rejection(neighbour):
+    j = _judge_with({"reference": neighbour})
+    j._check_scheduling("before the timed rounds")  # unchanged: passes
+    os.setpriority(os.PRIO_PROCESS, neighbour, 19)  # what the filter now refuses a candidate
+    with pytest.raises(judge.Decided) as caught:
+        j._check_scheduling("after the timed rounds")
+    assert "rule fair_scheduling: after the timed rounds: the reference runner" in caught.value.result["message"]
+    assert "nice 19" in caught.value.result["message"]
+
+
+def test_a_moved_runner_thread_is_a_fair_scheduling_rejection(neighbour):
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        pytest.skip("one core: nowhere to move a runner to")
+    j = _judge_with({"candidate": neighbour})
+    os.sched_setaffinity(neighbour, cores[:1])
+    with pytest.raises(judge.Decided) as caught:
+        j._check_scheduling("after the timed rounds")
+    assert f"cores {cores[:1]}" in caught.value.result["message"]
+
+
+def test_reaped_childrens_cpu_counts_and_the_process_clock_is_exact_while_stopped():
+    pid = os.fork()
+    if pid == 0:  # a "runner" that reaps a child which burned ~0.3 s of CPU
+        kid = os.fork()
+        if kid == 0:
+            end = time.process_time() + 0.3
+            while time.process_time() < end:
+                pass
+            os._exit(0)
+        os.waitpid(kid, 0)
+        os.kill(os.getpid(), signal.SIGSTOP)
+        os._exit(0)
+    try:
+        os.waitpid(pid, os.WUNTRACED)
+        assert judge.child_ticks(pid) >= 0.25 * judge._CLK_TCK  # in cutime/cstime
+        assert judge.cpu_ticks(pid) >= judge.child_ticks(pid)  # counted as the process's CPU
+        first = judge.cpu_clock_ns(pid)
+        time.sleep(0.05)
+        assert first is not None and judge.cpu_clock_ns(pid) == first  # stopped: nothing pending
+        assert first < 0.2e9  # the process clock holds its own threads only, not the child's
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+
+
+def test_every_class_of_issue_33s_fair_neighbours_has_a_case():
+    twins = {p.values[0].stem for p in twin_cases()}
+    assert {"clone_second_core", "helper_thread_share"} <= twins
+    from test_verifier_redteam import ADVERSARIAL, _field
+
+    assert _field((ADVERSARIAL / "renice_neighbours.py").read_text(), "expect") == "ok"
