@@ -71,6 +71,8 @@ RULE_HINTS: dict[str, str] = {
     "or child processes; only OpenMP inside the kernel call",
     "audited_calls": "compute from the current input values on every call: no memo or cache keyed on "
     "pointers, shapes or earlier calls, and the same code path on every call",
+    "output_materialised": "write the whole output before forward returns: no protected or unmapped pages "
+    "filled later, no work left to fault handlers or threads, and do not make the process non-dumpable",
     "memory_limit": "use less memory: no large temporary buffers per call, allocate only the outputs, and "
     "free what you allocate in C++",
 }

@@ -44,3 +44,12 @@ def test_a_timing_cheat_gains_nothing_over_its_honest_twin(isolated_data_dir, ch
 def test_every_class_of_issue_19_has_a_twin_case():
     names = {p.values[0].stem for p in twin_cases()}
     assert {"content_memo_matmul", "seed_prediction_matmul", "interval_timer_neighbour", "c_thread_neighbour"} <= names
+
+
+def test_every_timing_class_of_issue_33_has_a_case():
+    """Issue 33: a memo recomputing only what changed and an output computed on first read, each
+    beside its twin; the intermittent stale buffer is a `runtime-expect:` case (rejected)."""
+    names = {p.values[0].stem for p in twin_cases()}
+    assert {"changed_rows_matmul", "fault_deferred_relu"} <= names
+    stale = ADVERSARIAL / "intermittent_stale_relu.py"
+    assert _field(stale.read_text(), "runtime-expect") == "rejected audited_calls"

@@ -252,10 +252,21 @@ FAIR_SCHEDULING = _rule(
 AUDITED_CALLS = _rule(
     "audited_calls",
     ("timing",),
-    "Timed calls run on inputs that change between calls (a few random elements, structure kept) "
-    "and the outputs of randomly chosen timed calls are compared with the reference's on the same "
-    "inputs, in the judge, after the call returned: a memo, a stale cache or a kernel that behaves "
-    "differently after the first calls fails on a call it could not know was checked.",
+    "Timed calls run on inputs whose every element is new before every round (fresh draws of the "
+    "problem's distribution, structure kept). Every timed call's output is spot-checked: elements "
+    "at secret positions, read by the judge when the call returns, against the reference's; a "
+    "mismatch and randomly chosen rounds are compared in full, in the judge, with no message to "
+    "the runner: a memo, a stale buffer or a kernel that behaves differently when unobserved "
+    "fails on a call it could not know was checked.",
+)
+OUTPUT_MATERIALISED = _rule(
+    "output_materialised",
+    ("timing",),
+    "A timed call ends when its output exists. Before the judge's clock stops, the judge itself "
+    "reads elements of the output at positions it drew in secret for that round, from the "
+    "runner's memory (process_vm_readv: no code of the runner runs, no signal reaches it). An "
+    "output whose pages are unmapped or protected when the call returns (to be computed later, "
+    "in a fault handler or a thread), or that the judge is not allowed to read, rejects it.",
 )
 MEMORY_LIMIT = _rule(
     "memory_limit",

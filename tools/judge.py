@@ -39,7 +39,7 @@ from typing import Any, TypedDict
 import torch
 
 from pragma.tools import compare as cmp_mod
-from pragma.tools import freshen, landlock, shm, spawn, stats, stress, timing_slot
+from pragma.tools import freshen, landlock, peek, shm, spawn, stats, stress, timing_slot
 from pragma.tools.anticheat import RULES
 
 TIMED_CANDIDATE = "candidate_timed"  # the candidate's second runner, timed against the best
@@ -359,6 +359,14 @@ class Judge:
         self.timed_runner = ""  # which of the candidate's runners was timed (fresh_candidate)
         self.timed_region: tuple[shm.Region, list[Any], list[Any]] | None = None  # the sealed inputs
         self.degenerate_first = ""  # why the first trial alone cannot discriminate (decided with stress)
+        # Spot reads (peek.py): this round's positions, what each implementation's output held
+        # there when its call returned (or why it could not be read), and how many rounds they sent
+        # to a full audit.
+        self.spot_gen = torch.Generator().manual_seed(secrets.randbits(63))
+        self.spot_unit: torch.Tensor | None = None
+        self.spots: dict[str, Any] = {}
+        self.spot_escalations = 0
+        self.spot_ns: list[int] = []  # the judge's read inside each timed window (its cost)
         self.affine: list[bool] | None = None  # per output: is the reference affine in its inputs (_affine)
         self.precise_info: dict[str, Any] = {}  # float64 re-judgements: calls, accepted, seconds, affine
 
@@ -906,6 +914,8 @@ class Judge:
             h.cont()
         t0 = perf_counter_ns()
         rep = self.ask(role, {"op": "call", "record": record})
+        if rep.get("ok") is True:
+            self._spot_read(role, rep)  # inside the window: the call ends when its output exists
         t1 = perf_counter_ns()
         if rep.get("ok") is not True:
             self.call_failed(role, rep)
@@ -922,6 +932,55 @@ class Judge:
         ticks, ns = self.call_cpu.get(role, (0, 0))
         self.call_cpu[role] = (ticks + after - before, ns + t1 - t0)
         return (t1 - t0) / 1e6, rep
+
+    def _spot_read(self, role: str, rep: dict[str, Any]) -> None:
+        """``peek.SPOT_ELEMENTS`` elements of each output at this round's secret positions, read by
+        the judge from the runner's memory before the clock stops (nothing the runner runs is
+        involved: a page it left unwritten or protected is read as it is, or not at all)."""
+        if self.spot_unit is None:
+            return
+        t0 = perf_counter_ns()
+        try:
+            where = peek.parse(rep.get("out"), int(self.req.get("memory_limit_bytes", 1 << 34)))
+            pid = self.runners[role].pid
+            self.spots[role] = (where, [peek.spot(pid, w, self.spot_unit) for w in where[: peek.MAX_OUTPUTS]])
+        except peek.Unreadable as exc:
+            self.spots[role] = str(exc)
+        self.spot_ns.append(perf_counter_ns() - t0)
+
+    def _spot_check(self, roles: list[str], masters: list[Any], i: int) -> bool:
+        """After round ``i``: every implementation's spot-read elements against the reference's.
+
+        Every timed call is checked this way, so a kernel wrong on some timed calls cannot hope
+        that the wrong ones go unaudited. Elements outside the tolerance send the round to a full
+        audit (``compare``), which alone decides: an honest kernel whose rounding lands one
+        element outside the plain tolerance is not refused on a sample. Returns whether it did."""
+        ref = self.spots.get("reference")
+        if self.spot_unit is None or ref is None:
+            return False
+        if isinstance(ref, str):
+            raise Decided({"status": "runtime_error", "message": f"the reference's output could not be read: {ref}"})
+        call = f"timed call {i}" if i >= 0 else f"warm-up call {-i}"
+        for role in roles[1:]:
+            got = self.spots.get(role)
+            if isinstance(got, str) or got is None:
+                why = f"{call}: the judge could not read the output when the call returned: {got}"
+                if role == "best":
+                    self.best_error = self.best_error or f"the best's {why}"
+                    continue
+                raise self.v.reject("output_materialised", why)
+            same = len(got[0]) == len(ref[0]) and all(
+                a.shape == b.shape and a.dtype == b.dtype for a, b in zip(got[0], ref[0], strict=False)
+            )
+            close = same and all(
+                bool(torch.isclose(c.double(), r.double(), self.rtol, self.atol, equal_nan=True).all())
+                for c, r in zip(got[1], ref[1], strict=True)
+            )
+            if not close:
+                self.spot_escalations += 1
+                self._audit(roles, masters, i)
+                return True
+        return False
 
     def _judge_call_cpu(self, pid: int, cpu0: int | None, may_run_ns: int) -> None:
         """No share of any timed call on more than num_threads cores (``thread_budget``).
@@ -1030,13 +1089,12 @@ class Judge:
         masters = self._inputs(self.seeds["timing"])
         placement = self._bind_timed_inputs(roles, masters)
         flops = self.ask("reference", {"op": "flops"})
-        plans = freshen.plan(masters) if self.req.get("fresh_inputs", True) else []
+        # Every element new before every timed round (freshen.Refill), outside the timed calls.
+        plans = freshen.Refill.build(masters, self._inputs, self.gen) if self.req.get("fresh_inputs", True) else None
         fresh_mode = (
-            "in place: a few random elements per floating-point input change before every call"
-            if plans
-            else "new input sets from get_inputs() before every call"
-            if self.req.get("fresh_inputs", True)
-            else "off (fresh_inputs=false)"
+            "off (fresh_inputs=false)"
+            if plans is None
+            else (plans.describe() or "nothing can change (constant or non-tensor inputs)") + ", before every round"
         )
         self.idle_ticks = {r: 0 for r in roles if r != "reference"}
         self.stop_ticks = {}
@@ -1053,7 +1111,7 @@ class Judge:
         with timing_slot.hold("verifier") as slot:
             self._check_scheduling("before the timed rounds")
             kids0 = {h.pid: child_ticks(h.pid) for h in self.runners.values()}
-            warm, warmup_elapsed_s = self._warm_up(roles)
+            warm, warmup_elapsed_s = self._warm_up(roles, masters)
             null_ms = self.null_round_trip_ms()
             samples: dict[str, list[float]] = {r: [] for r in roles}
             audited: list[int] = []
@@ -1114,6 +1172,12 @@ class Judge:
             "audited_calls": sorted(audited),
             "recorded_calls": sorted(recorded),
             "fresh_inputs": fresh_mode,
+            "fresh_inputs_ms_per_round": statistics.median(plans.ms) if plans is not None and plans.ms else 0.0,
+            "spot_reads": f"{peek.SPOT_ELEMENTS} elements per output of every timed call, read by the judge "
+            f"inside the timed window; {self.spot_escalations} round(s) sent to a full audit"
+            if self.device == "cpu"
+            else "off (device outputs: audited rounds are fetched by the runner)",
+            "spot_read_ms_per_call": statistics.median(self.spot_ns) / 1e6 if self.spot_ns else 0.0,
             "input_placement": placement,
             "candidate_timed_in": self.timed_runner,
             "confirmation": confirmation,
@@ -1126,7 +1190,7 @@ class Judge:
             f"{null_ms * 1e3:.0f} us, the same for every implementation)",
         }
 
-    def _warm_up(self, roles: list[str]) -> tuple[int, float]:
+    def _warm_up(self, roles: list[str], masters: list[Any]) -> tuple[int, float]:
         """Whole rounds until every implementation had ``warmup_calls`` calls, then until its call
         times settled or ``warmup_s`` passed, whichever comes first (see ``settled``)."""
         t_start = perf_counter_ns()
@@ -1139,8 +1203,10 @@ class Judge:
                 and not all(settled(t) for t in times.values())
             )
         ):
+            self._new_spots()
             for role in roles[warm % len(roles) :] + roles[: warm % len(roles)]:
                 times[role].append(self.timed_call(role)[0])
+            self._spot_check(roles, masters, -1 - warm)
             warm += 1
         return warm, (perf_counter_ns() - t_start) / 1e9
 
@@ -1148,7 +1214,7 @@ class Judge:
         self,
         roles: list[str],
         masters: list[Any],
-        plans: list[freshen.Plan],
+        plans: freshen.Refill | None,
         timed: int,
         first: int,
         audited: list[int],
@@ -1170,7 +1236,7 @@ class Judge:
         for role in ("candidate", "best"):
             self.runners[role].stop()
             self.stop_ticks[role] = cpu_ticks(self.runners[role].pid)
-        warm, _ = self._warm_up(roles)
+        warm, _ = self._warm_up(roles, masters)
         samples: dict[str, list[float]] = {r: [] for r in roles}
         self._run_batch(roles, masters, plans, timed, first, samples, audited, recorded)
         low, high = stats.ratio_ci(samples["best"], samples["candidate"])
@@ -1185,7 +1251,7 @@ class Judge:
         self,
         roles: list[str],
         masters: list[Any],
-        plans: list[freshen.Plan],
+        plans: freshen.Refill | None,
         timed: int,
         first: int,
         samples: dict[str, list[float]],
@@ -1215,8 +1281,9 @@ class Judge:
         fresh = bool(self.req.get("fresh_inputs", True))
         n_sampled = 0
         for i in rounds:
-            if fresh and i > 0:
+            if fresh:  # round 0 too: the warm-up rounds saw the first inputs
                 self._freshen(roles, masters, plans, i)
+            self._new_spots()
             round_ms: dict[str, float] = {}
             record = i in record_set
             # A fresh random order every round: with a fixed rotation one implementation follows a
@@ -1239,13 +1306,24 @@ class Judge:
                 n_sampled += 1
                 for role, ms in round_ms.items():
                     samples[role].append(ms)
+            escalated = self._spot_check(roles, masters, i)  # every round, audited in full or not
             last = i == rounds[-1] or (not record and self._precise_enough(samples, n_sampled, stop_pct))
-            if i in audit_set or last:  # the last call of every batch is audited too
+            if (i in audit_set or last) and not escalated:  # the last call of every batch is audited too
                 self._audit(roles, masters, i)
+            if i in audit_set or last or escalated:
                 audited.append(i)
             if last:
                 return i - first + 1
         return len(rounds)
+
+    def _new_spots(self) -> None:
+        """This round's secret spot positions (fractions of each output's size), host outputs only."""
+        self.spots = {}
+        self.spot_unit = (
+            torch.rand(peek.SPOT_ELEMENTS, dtype=torch.float64, generator=self.spot_gen)
+            if self.device == "cpu"
+            else None
+        )
 
     def _draw(self, early: range, rounds: range, n_early: int, n: int) -> set[int]:
         """``n`` distinct rounds at random, ``n_early`` of them among ``early`` (secret to the runners)."""
@@ -1305,26 +1383,29 @@ class Judge:
         else:
             self.bindings[role].write(masters)
 
-    def _freshen(self, roles: list[str], masters: list[Any], plans: list[freshen.Plan], i: int) -> None:
+    def _freshen(self, roles: list[str], masters: list[Any], plans: freshen.Refill | None, i: int) -> None:
+        """New values for every element that can change, in every runner's inputs, before round ``i``."""
+        if plans is None:
+            return
         # Each distinct input region once: the shared one is every runner's.
         targets = list({id(self.bindings[r].views): self.bindings[r] for r in roles}.values())
-        if plans:
-            changes = freshen.step(plans, masters, self.gen)
-            for b in targets:
-                freshen.apply(changes, b.views)
+        if all(b.shared for b in targets):
+            # Written through the judge's own mapping of the sealed region; no runner can write it,
+            # so the masters may be those very views (no second 32 MB copy per round).
+            views = targets[0].views
+            plans.next(views)
+            for j, v in enumerate(views):
+                if isinstance(v, torch.Tensor):
+                    masters[j] = v
         else:
-            new = self._inputs(self.seeds["timing"] + i)
-            for j, x in enumerate(new):
-                if isinstance(x, torch.Tensor):
-                    masters[j].copy_(x)
+            plans.next(masters)
             for b in targets:
                 if b.shared:
                     for spec in b.specs:
                         b.views[spec["index"]].copy_(masters[spec["index"]])
                 else:
                     b.write(masters)  # syncs a device copy itself
-                    continue
-        if self.device != "cpu" and (plans or any(b.shared for b in targets)):
+        if self.device != "cpu" and any(b.shared for b in targets):
             for role in roles:
                 self.ask(role, {"op": "sync"})
 
@@ -1333,14 +1414,27 @@ class Judge:
         ref_out = self.fetch("reference", copy=False)  # the reference runner is idle until the next call
         for role in roles[1:]:
             h = self.runners[role]
-            self.idle_ticks[role] += cpu_ticks(h.pid) - self.stop_ticks[role]
-            h.cont()
-            try:
-                out = self.fetch(role, copy=False)  # compared below while the runner is stopped
-            finally:
-                if not h.stop():
-                    raise self._died(role)
-                self.stop_ticks[role] = cpu_ticks(h.pid)
+            got = self.spots.get(role)
+            if isinstance(got, tuple):
+                # Read by the judge from the stopped runner: no message and no SIGCONT, so an audited
+                # call looks like every other timed call from inside the runner, even afterwards.
+                try:
+                    parts = [peek.full(h.pid, w) for w in got[0]]
+                except peek.Unreadable as exc:
+                    if role == "best":
+                        self.best_error = self.best_error or f"the best's output of timed call {i} is unreadable: {exc}"
+                        continue
+                    raise self.v.reject("output_materialised", f"timed call {i}: output unreadable: {exc}") from None
+                out = parts[0] if len(parts) == 1 else tuple(parts)
+            else:  # no host address (a GPU output): the runner copies it out on request
+                self.idle_ticks[role] += cpu_ticks(h.pid) - self.stop_ticks[role]
+                h.cont()
+                try:
+                    out = self.fetch(role, copy=False)  # compared below while the runner is stopped
+                finally:
+                    if not h.stop():
+                        raise self._died(role)
+                    self.stop_ticks[role] = cpu_ticks(h.pid)
             cmp = cmp_mod.compare(ref_out, out, self.atol, self.rtol)
             if not cmp["ok"]:  # the reference still holds this round's inputs; its view is cloned
                 # first, because the float64 output is fetched into the same region
@@ -1506,6 +1600,9 @@ def main(request_path: str) -> int:
     os.unlink(request_path)
     workdir = Path(req["workdir"])
     writable = _writable(req, workdir)
+    # The timed rounds' input generator (native), built before Landlock confines this process and
+    # before any runner exists (a no-op when the zygote built it already).
+    freshen.prepare()
     isolation = {"filesystem": landlock.confine(writable)}
     torch.set_num_threads(int(req["num_threads"]))
     if req.get("backend") == "gpu":

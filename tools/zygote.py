@@ -104,6 +104,9 @@ def main() -> int:
     from pragma.tools import spawn
 
     spawn.prime_torch()  # torch's lazy imports (dispatch modes, FLOP counter), once for every job
+    from pragma.tools import freshen
+
+    freshen.prepare()  # the timed rounds' native input generator, built once before any runner exists
 
     in_pid_ns = "--pid-ns" in sys.argv  # own PID namespace and /proc: strays can be swept
     _send({"ready": True, "pid": os.getpid()})

@@ -1,0 +1,134 @@
+"""Judging: read a runner's output straight from its memory (``process_vm_readv``), by the judge.
+
+Why (issue 33): an output read by code in the candidate's own process can be made to exist only
+when read. A ReLU wrote a third of its output, left the other pages protected and filled them in a
+``SIGSEGV`` handler on first read: only checked calls were ever read, so the timed calls did a
+third of the work (2.03x where its twin read 1.03x). And an output copied out by a ``fetch``
+command tells the candidate, after the fact, which calls were checked.
+
+Here the kernel reads the runner's pages on the judge's behalf: no code of the runner runs (a
+protected page is an ``EFAULT``, never a signal handler), nothing in the runner's process sees
+it, and the words read are the bytes the runner holds at that moment. Inside every timed call's
+window the judge reads ``SPOT_ELEMENTS`` elements of each output at positions it drew in secret
+for that round (the same positions for every implementation, so the cost is the same too); after
+the round it compares them with the reference's. A full read (an audit) needs no message either.
+
+The runner reports where its output lies (``CallReply.out``); that report is untrusted and
+needs no trust: whatever bytes lie at the address it names are what the judge compares.
+Reading needs ptrace access to the runner (same uid, runner dumpable, the judge's Landlock
+domain an ancestor of the runner's): a runner that makes itself non-dumpable makes its output
+unreadable, which is a rejection, not a pass.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from pragma.tools.shm import DTYPES, storage_elements
+
+SPOT_ELEMENTS = 256  # elements read per output per timed call (one process_vm_readv)
+MAX_OUTPUTS = 8  # outputs spot-read per call (the first ones; all are read by a full audit)
+_IOV_MAX = 1024  # remote iovecs per process_vm_readv (Linux UIO_MAXIOV)
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_readv = getattr(_libc, "process_vm_readv", None)
+if _readv is not None:
+    _readv.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+    _readv.restype = ctypes.c_ssize_t
+
+
+class Unreadable(Exception):
+    """The output is not where the runner said, not mapped, or not readable by the judge."""
+
+
+@dataclass
+class Where:
+    """One output tensor as the runner reported it (validated for type and size, not trusted)."""
+
+    ptr: int
+    shape: list[int]
+    stride: list[int]
+    dtype: torch.dtype
+
+    @property
+    def item(self) -> int:
+        return torch.empty(0, dtype=self.dtype).element_size()
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+
+def parse(report: Any, max_bytes: int) -> list[Where]:
+    """The ``out`` field of a call reply, field by field (raises Unreadable)."""
+    if not isinstance(report, list) or not 1 <= len(report) <= 64:
+        raise Unreadable("the call reply names no output")
+    out = []
+    for i, r in enumerate(report):
+        if not isinstance(r, dict):
+            raise Unreadable(f"output {i}: not a CPU tensor (the judge reads only host memory)")
+        ptr, shape, stride, dtype = r.get("ptr"), r.get("shape"), r.get("stride"), r.get("dtype")
+
+        def ints(xs: Any) -> bool:
+            return isinstance(xs, list) and len(xs) <= 16 and all(type(x) is int and x >= 0 for x in xs)
+
+        if type(ptr) is not int or ptr <= 0 or not (ints(shape) and ints(stride) and len(shape) == len(stride)):
+            raise Unreadable(f"output {i}: malformed address report")
+        if dtype not in DTYPES:
+            raise Unreadable(f"output {i}: dtype {str(dtype)[:20]} cannot be read")
+        w = Where(ptr=ptr, shape=shape, stride=stride, dtype=DTYPES[dtype])
+        if storage_elements(shape, stride) * w.item > max_bytes:
+            raise Unreadable(f"output {i}: spans more than {max_bytes} bytes")
+        out.append(w)
+    return out
+
+
+def _read_iovs(pid: int, local: torch.Tensor, remote: torch.Tensor) -> None:
+    """``remote``: int64 (n, 2) of (address, length); ``local``: the bytes they fill, in order."""
+    if _readv is None:
+        raise Unreadable("process_vm_readv is not available")
+    done = 0
+    for start in range(0, remote.shape[0], _IOV_MAX):
+        chunk = remote[start : start + _IOV_MAX]
+        want = int(chunk[:, 1].sum())
+        liov = torch.tensor([local.data_ptr() + done, want], dtype=torch.int64)
+        got = _readv(pid, liov.data_ptr(), 1, chunk.data_ptr(), chunk.shape[0], 0)
+        if got != want:
+            err = ctypes.get_errno() if got < 0 else 0
+            why = os.strerror(err) if err else f"{max(got, 0)} of {want} bytes (a page is not mapped or not readable)"
+            raise Unreadable(why)
+        done += want
+
+
+def spot(pid: int, where: Where, unit: torch.Tensor) -> torch.Tensor:
+    """Elements at flat positions ``floor(unit * numel)`` of the output (row-major order)."""
+    n = where.numel
+    if n == 0:
+        return torch.empty(0, dtype=where.dtype)
+    pos = (unit * n).long().clamp_(max=n - 1)
+    offset = torch.zeros_like(pos)
+    for size, stride in zip(reversed(where.shape), reversed(where.stride), strict=True):
+        offset += (pos % size) * stride
+        pos = pos.div(size, rounding_mode="floor")
+    item = where.item
+    remote = torch.empty((unit.numel(), 2), dtype=torch.int64)
+    remote[:, 0] = offset * item + where.ptr
+    remote[:, 1] = item
+    local = torch.empty(unit.numel() * item, dtype=torch.uint8)
+    _read_iovs(pid, local, remote)
+    return local.view(where.dtype)
+
+
+def full(pid: int, where: Where) -> torch.Tensor:
+    """The whole output, copied into judge memory."""
+    extent = storage_elements(where.shape, where.stride)
+    local = torch.empty(max(extent, 1) * where.item, dtype=torch.uint8)
+    if extent:
+        _read_iovs(pid, local, torch.tensor([[where.ptr, extent * where.item]], dtype=torch.int64))
+    return local.view(where.dtype)[:extent].as_strided(where.shape, where.stride)
