@@ -80,7 +80,11 @@ def _progress(console: Console, node: str, update: dict[str, Any], best: dict[st
         return
     if node == "setup":
         p = update["problem"]
-        console.print(f"problem {p['name']}: reference {p.get('ref_call_ms', 0):.2f} ms per call; {update['hardware']}")
+        timing = p.get("ref_call_timing") or {}
+        how = f" (median of {timing['samples']} calls once warm)" if timing.get("samples") else ""
+        console.print(
+            f"problem {p['name']}: reference {p.get('ref_call_ms', 0):.2f} ms per call{how}; {update['hardware']}"
+        )
     elif node == "plan":
         items = update.get("plan") or []
         if items:
@@ -105,6 +109,8 @@ def _progress(console: Console, node: str, update: dict[str, Any], best: dict[st
         else:
             text += f": {(v['message'].strip().splitlines() or [''])[0][:160]}"
         console.print(f"{text}; {_best_text(best)}")
+    elif node == "tune" and (update.get("sweep") or {}).get("last"):
+        console.print(f"  tune: {update['sweep']['last']}")
     elif node == "profiler":
         p = update["profile"]
         if update.get("best"):

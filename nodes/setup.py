@@ -21,7 +21,13 @@ def setup(state: PragmaState, runtime: Runtime[Context]) -> dict:
             loaded = problem.read_problem(given["path"])
         else:
             raise problem.ProblemError("the run input needs problem.path (a KernelBench problem file)")
-        given = problem.probe_problem(loaded, num_threads=ctx.num_threads, seed=ctx.seed)
+        given = problem.probe_problem(
+            loaded,
+            num_threads=ctx.num_threads,
+            seed=ctx.seed,
+            warmup_calls=ctx.warmup_calls,
+            warmup_s=ctx.warmup_s,
+        )
     return {
         "problem": given,
         "hardware": backend.hardware_summary(ctx),

@@ -11,7 +11,7 @@ import ast
 from pathlib import Path
 from typing import Any
 
-from pragma.tools import sandbox
+from pragma.tools import sandbox, timing_slot
 
 REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
 
@@ -51,12 +51,27 @@ def probe_problem(
     *,
     num_threads: int = 1,
     seed: int = 1234,
+    warmup_calls: int = 5,
+    warmup_s: float = 0.5,
     timeout_s: float = 300.0,
     memory_limit_bytes: int = 8 * 2**30,
 ) -> dict[str, Any]:
-    """Load the problem in the sandbox; returns it with ``inputs``/``init_inputs`` descriptions."""
+    """Load the problem in the sandbox; returns it with ``inputs``/``init_inputs`` descriptions and
+    ``ref_call_ms``, the reference's time per call taken as the verifier takes it (warm-up until
+    settled, median of 10-50 calls, inside the machine's timing slot: tools/worker.py)."""
+    # The probe holds the timing slot around its timed calls; inside the sandbox it may only open
+    # the slot's file read-only, so the file is created here first.
+    timing_slot.ensure_file()
+    request = {
+        "mode": "probe",
+        "problem_path": problem["path"],
+        "num_threads": num_threads,
+        "seed": seed,
+        "warmup_calls": warmup_calls,
+        "warmup_s": warmup_s,
+    }
     outcome = sandbox.run_worker(
-        {"mode": "probe", "problem_path": problem["path"], "num_threads": num_threads, "seed": seed},
+        request,
         compile_timeout_s=timeout_s,
         run_timeout_s=timeout_s,
         memory_limit_bytes=memory_limit_bytes,
@@ -79,6 +94,7 @@ def probe_problem(
         "inputs": res["inputs"],
         "init_inputs": res["init_inputs"],
         "ref_call_ms": res["ref_call_ms"],
+        **({"ref_call_timing": res["ref_call_timing"]} if "ref_call_timing" in res else {}),
         **extra,
     }
 
