@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pragma.tools.profilers.instruction_mix import packed_dominates
+
 Bottleneck = Literal[
     "memory-bound",
     "compute-bound",
@@ -73,7 +75,12 @@ def roofline_side(roof: dict[str, Any] | None) -> Signal | None:
 def _is_scalar(vect: dict[str, Any] | None, mix: dict[str, Any] | None) -> str | None:
     if mix and mix.get("scalar_fp", 0) > 0 and mix.get("packed_fp", 0) == 0:
         return "the built kernel contains scalar FP instructions only"
-    if vect and vect.get("loops") and vect.get("vectorized_loops") == 0:
+    hot = (mix or {}).get("hot_loop") or {}
+    if hot.get("scalar_fp", 0) > 0 and hot.get("packed_fp", 0) == 0:
+        return "the kernel's hot loop runs scalar FP instructions only (objdump)"
+    # gcc's report covers only its own auto-vectorization: a loop written with intrinsics is
+    # "not vectorized" there although the binary runs packed vector code (objdump says which).
+    if vect and vect.get("loops") and vect.get("vectorized_loops") == 0 and not packed_dominates(mix):
         return "the compiler vectorized none of the kernel's loops"
     return None
 

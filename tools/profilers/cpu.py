@@ -71,6 +71,15 @@ def _static(
         for key in ("packed_fp", "scalar_fp", "fma", "widest_vector_bits"):
             metrics[key] = metric(key, mix[key], "objdump (static)")
         metrics["static_instructions"] = metric("static_instructions", mix["instructions"], "objdump (static)")
+        # What the hot loop itself runs (the loop llvm-mca analyses): intrinsics code is vector
+        # code whatever gcc's auto-vectorization report says (bottleneck.py reads this).
+        if hot := mca.pick_hot_loop(mca.find_loops(i["text"]), hot_symbols):
+            mix["hot_loop"] = {**instruction_mix.loop_mix(hot["body"]), "function": hot["function"]}
+        if vect and not vect["vectorized_loops"] and instruction_mix.packed_dominates(mix):
+            vect["note"] = (
+                "gcc auto-vectorized no loop, but the hot loop already runs packed vector instructions "
+                "(hand-written intrinsics or vector types): the kernel is vectorized"
+            )
         if vect and vect["vectorized_loops"] and not mix["packed_fp"] and mix["scalar_fp"]:
             notes.append(
                 "gcc's report claims vectorized loops but the built binary has no packed FP: "

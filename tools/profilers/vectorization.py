@@ -102,6 +102,8 @@ def render(report: dict[str, Any], limit: int = 8) -> str:
         f"vectorization (gcc): {report['vectorized_loops']} loop(s) vectorized, "
         f"{report['missed_loops']} not; widest vectors {report['max_vector_bytes']} bytes"
     ]
+    if report.get("note"):
+        lines.append(f"  note: {report['note']}")
     for r in report["loops"][:limit]:
         if r["vectorized"]:
             extra = ", versioned for aliasing" if r["versioned_for_alias"] else ""
