@@ -143,6 +143,10 @@ def _row(result: dict[str, Any], wall_s: float) -> dict[str, Any]:
         "timed_rounds": len(result["samples_ms"]["candidate"]),
         "warmup_rounds": result["warmup_rounds"],
         "null_round_trip_ms": round(result["null_round_trip_ms"], 4),
+        # Issue 33: the refill of every input element before each round (outside the timed calls)
+        # and the judge's spot read of each output (inside every timed window, for all alike).
+        "fresh_inputs_ms_per_round": round(result.get("fresh_inputs_ms_per_round", 0.0), 3),
+        "spot_read_ms_per_call": round(result.get("spot_read_ms_per_call", 0.0), 4),
         "load_avg": load_avg(),
     }
 
@@ -187,6 +191,8 @@ def _series(label: str, ctx: Any, repeats: int, distinct: bool, beside: Beside |
         "speedup_spread_pct": round(spread_pct(speedups), 2),
         "median_time_phase_s": round(statistics.median(r["phases_s"].get("time", 0.0) for r in rows), 3),
         "median_runtime_ms": round(statistics.median(r["runtime_ms"] for r in rows), 4),
+        "median_fresh_inputs_ms_per_round": round(statistics.median(r["fresh_inputs_ms_per_round"] for r in rows), 3),
+        "median_spot_read_ms_per_call": round(statistics.median(r["spot_read_ms_per_call"] for r in rows), 4),
     }
 
 
@@ -321,6 +327,13 @@ def main(argv: list[str] | None = None) -> int:
         f"  fresh inputs + audits (all {whole.timed_calls} rounds): time phase {on['median_time_phase_s']:.2f} s on vs "
         f"{off['median_time_phase_s']:.2f} s off; candidate median call {on['median_runtime_ms']:.3f} ms on vs "
         f"{off['median_runtime_ms']:.3f} ms off; speedup {on['median_speedup']:.3f}x on vs {off['median_speedup']:.3f}x off"
+    )
+    out.out(
+        f"  issue 33 costs (latency runs): every input element new before each round "
+        f"{lat['median_fresh_inputs_ms_per_round']:.2f} ms per round (outside the timed calls); the judge's "
+        f"spot read {lat['median_spot_read_ms_per_call'] * 1e3:.0f} us per call inside every timed window "
+        f"({100 * lat['median_spot_read_ms_per_call'] / max(lat['median_runtime_ms'], 1e-9):.1f}% of the "
+        f"candidate's median call)"
     )
     for key, where in (("head_to_head", "alone"), ("head_to_head_beside", "with pragma eval beside")):
         if key in figures:

@@ -15,7 +15,17 @@ import pytest
 TOOLS = Path(__file__).resolve().parent.parent / "tools"
 
 # Judging: decide verdicts, hold seeds and reference outputs.
-JUDGING = ("judge.py", "compare.py", "stress.py", "freshen.py", "stats.py", "physical.py", "verify.py", "anticheat.py")
+JUDGING = (
+    "judge.py",
+    "compare.py",
+    "stress.py",
+    "freshen.py",
+    "peek.py",
+    "stats.py",
+    "physical.py",
+    "verify.py",
+    "anticheat.py",
+)
 # Neutral plumbing both sides import (no verdicts, no candidate code).
 NEUTRAL = ("protocol.py", "shm.py")
 # Run candidate code (or live in a process that does).

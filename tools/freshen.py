@@ -240,7 +240,14 @@ def _exchangeable(x: torch.Tensor) -> bool:
     if structure == "integer" and x.dtype != torch.bool:
         # Repeated values (labels, counts): resampling keeps the value set. All-distinct values
         # (a permutation, unique indices) are a structure resampling would break.
-        return x.numel() <= 1 or torch.unique(x.reshape(-1)).numel() < x.numel()
+        # Decided on a sample (a sort of 8M elements costs ~0.5 s): repeats in it, or fewer possible
+        # values than elements, settle it; otherwise the values are taken as distinct.
+        flat = x.reshape(-1)
+        sample = flat[:65536]
+        if torch.unique(sample).numel() < sample.numel():
+            return True
+        lo, hi = (int(v) for v in torch.aminmax(flat))
+        return hi - lo + 1 < flat.numel()
     return structure == "integer"  # bool masks: {False, True} stays the value set
 
 
