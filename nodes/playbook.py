@@ -135,12 +135,14 @@ LIBMVEC_FLOAT = (
     "cbrt",
 )
 _LIBM_CALL = re.compile(r"\b(?:std::)?(" + "|".join(LIBMVEC_FLOAT) + r")f?\s*\(")
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 
 
 def libm_step(code: str) -> str:
     """A plan step for a C++ kernel that calls libm functions glibc can vectorize without declaring
     them SIMD, or '' (already declared, or no such call)."""
-    names = sorted({m.group(1) for m in _LIBM_CALL.finditer(code or "")})
+    # Calls in comments are not calls (the fast forms' comments say "log(1 + y)").
+    names = sorted({m.group(1) for m in _LIBM_CALL.finditer(_COMMENTS.sub(" ", code or ""))})
     if not names or "declare simd" in code:
         return ""
     decls = "\n".join(f"#pragma omp declare simd notinbranch\nfloat {n}f(float);" for n in names)
@@ -299,4 +301,6 @@ def _roof_line(profile: dict[str, Any]) -> str:
         return ""
     side = "compute" if roof.get("bound_by") == "compute" else "bandwidth"
     level = f" ({roof['roof_level']})" if roof.get("roof_level") else ""
+    if roof.get("above_roof"):  # never an achievement: the roof or the time is wrong (roofline.above_roof)
+        return f"{pct:.0f}% of its {side} roof{level}, above the roof: a measurement problem, not a limit reached"
     return f"{pct:.0f}% of its {side} roof{level}"

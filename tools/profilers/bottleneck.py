@@ -59,7 +59,7 @@ def roofline_side(roof: dict[str, Any] | None) -> Signal | None:
     )
     if roof["bound_by"] == "memory":
         if "roof_level" not in roof:  # a roofline without cache levels (GPU, older peaks)
-            return "memory-bound", f"{where} ({roof['achieved_gbs']:.3g} of {roof['peak_gbs']:.3g} GB/s)"
+            return "memory-bound", f"{where} ({roof['achieved_gbs']:.3g} of {roof['peak_gbs']:.3g} GB/s)" + _above(roof)
         # The memory side splits by where the working set lives: its roof is that level's bandwidth.
         label = "dram-bound" if roof["roof_level"] == "DRAM" else "cache-resident"
         text = (
@@ -68,8 +68,14 @@ def roofline_side(roof: dict[str, Any] | None) -> Signal | None:
         )
         if roof["bandwidth_pct"] < FAR_FROM_ROOF_PCT:
             text += "; far from that roof: bandwidth is not what limits it (instructions per byte, vector width, loop overhead)"
-        return label, f"{text}; {where}"
-    return "compute-bound", f"{where} ({roof['achieved_gflops']:.3g} of {roof['peak_gflops']:.3g} GFLOP/s)"
+        return label, f"{text}; {where}" + _above(roof)
+    achieved = f"{roof['achieved_gflops']:.3g} of {roof['peak_gflops']:.3g} GFLOP/s"
+    return "compute-bound", f"{where} ({achieved})" + _above(roof)
+
+
+def _above(roof: dict[str, Any]) -> str:
+    """A share above 100% of a roof is named as the measurement problem it is (roofline.above_roof)."""
+    return f"; {roof['above_roof']}" if roof.get("above_roof") else ""
 
 
 def _is_scalar(vect: dict[str, Any] | None, mix: dict[str, Any] | None) -> str | None:
