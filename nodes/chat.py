@@ -93,7 +93,7 @@ def invoke_with_tools(
     the state update. Raises NotImplementedError when the model class cannot bind tools."""
     spec = model_spec(role, ctx)
     bound = llm.load_chat_model(spec, role=role, timeout_s=ctx.llm_timeout_s).bind_tools(tools)
-    reply, _, _, update = _call(role, ctx, spec, bound, messages, attempt, node, tools_bound=True)
+    reply, _, _, update = _call(role, ctx, spec, bound, messages, attempt, node)
     return reply, update
 
 
@@ -129,7 +129,6 @@ def _call(
     messages: list[BaseMessage],
     attempt: int,
     node: str,
-    tools_bound: bool = False,
 ) -> tuple[BaseMessage, Any, str, dict[str, Any]]:
     """The one place a model is called: every call is timed, priced, logged and recorded."""
     parsed = None
@@ -151,8 +150,13 @@ def _call(
     tool_calls = [
         {"name": c.get("name", ""), "args": c.get("args", {})} for c in getattr(reply, "tool_calls", None) or []
     ]
-    if not text and tool_calls and not tools_bound:  # function_calling structured output: JSON in a tool call
+    # No text but a tool call: function_calling structured output (the JSON is the call's arguments),
+    # or a server that answers every tool-bound request with a call (relay_openai.py), whose
+    # arguments may hold the Conductor's whole answer. Logged as the reply, a replay answers with it.
+    if not text and tool_calls:
         text = json.dumps(tool_calls[0]["args"])
+    elif not text and (invalid := getattr(reply, "invalid_tool_calls", None)):
+        text = str(invalid[0].get("args") or "")
     usage = {**llm.usage_of(reply, role), "llm_wall_s": wall_s}
     progress(
         {

@@ -7,6 +7,7 @@ any other metric with ``lookup_profiler_metric`` before answering.
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -17,7 +18,7 @@ from pydantic import BaseModel, Field
 from pragma.graph.context import Context
 from pragma.graph.routing import stop_verdict
 from pragma.graph.state import PragmaState, add_usage
-from pragma.nodes import chat, llm, playbook, prompts, recording, structured
+from pragma.nodes import chat, llm, playbook, prompts, recording, structured, verdict
 from pragma.tools.backends import render_profile  # cpu or gpu, as the profile says
 from pragma.tools.extract import strip_reasoning
 from pragma.tools.profilers.bottleneck import VOCABULARY
@@ -85,11 +86,46 @@ def _tool_round(ctx: Context, system: str, human: str, attempt: int) -> tuple[An
         return None
 
 
-def _lookups(reply: Any, limit: int) -> str:
+LOOKUP_TOOL = "lookup_profiler_metric"
+GUIDANCE_KEYS = frozenset(ConductorGuidance.model_fields)
+
+
+def _lookup_calls(reply: Any) -> list[dict[str, Any]]:
+    """The reply's real lookups: calls of the lookup tool that name something to look up."""
+    return [
+        c
+        for c in (reply.tool_calls or [])
+        if c.get("name") == LOOKUP_TOOL and str((c.get("args") or {}).get("query", "")).strip()
+    ]
+
+
+def _answer_of(reply: Any) -> tuple[ConductorGuidance | None, str, str]:
+    """The guidance a tool-round reply already holds: (parsed or None, its text, the parse error).
+
+    The answer is in the content, or, from a server that turns every reply into a call of the
+    offered tool whenever tools are offered (relay_openai.py, some proxies), in a call's arguments:
+    valid JSON (``tool_calls``) or not (``invalid_tool_calls``, e.g. a fenced block)."""
+    text = reply.content if isinstance(reply.content, str) else str(reply.content)
+    texts = [text] if text.strip() else []
+    for call in reply.tool_calls or []:
+        args = call.get("args") or {}
+        if GUIDANCE_KEYS & set(args) and "query" not in args:
+            texts.append(json.dumps(args))
+    texts += [str(c.get("args") or "") for c in getattr(reply, "invalid_tool_calls", None) or []]
+    error = "the reply holds no JSON guidance object"
+    for candidate in texts:
+        parsed, why = structured.parse_json_reply(candidate, ConductorGuidance)
+        if parsed is not None:
+            return parsed, candidate, ""
+        error = why or error
+    return None, (texts[0] if texts else ""), error
+
+
+def _lookups(calls: list[dict[str, Any]], limit: int) -> str:
     from pragma.knowledge.tool import lookup_profiler_metric
 
     parts = []
-    for call in (reply.tool_calls or [])[:limit]:
+    for call in calls[:limit]:
         args = call.get("args", {})
         try:
             answer = lookup_profiler_metric.invoke(args)
@@ -102,17 +138,23 @@ def _lookups(reply: Any, limit: int) -> str:
 def decide(
     ctx: Context, system: str, human: str, attempt: int, tools: bool = True
 ) -> tuple[ConductorGuidance | None, str, dict]:
-    """One Conductor decision: optional tool round, then the structured answer."""
+    """One Conductor decision in as few model calls as the reply allows: the request offers the
+    lookup tool; a reply that answers (in its text or a tool call's arguments) is the decision
+    (one call); a reply that looks metrics up gets them and is asked once more (two calls); an
+    unusable reply gets the one re-ask quoting why (two calls), never the same request again."""
     first = _tool_round(ctx, system, human, attempt) if tools else None
     if first is None:
         return structured.ask_structured("conductor", ctx, system, human, attempt, "conductor", ConductorGuidance)
     reply, update = first
-    if not reply.tool_calls:
-        text = reply.content if isinstance(reply.content, str) else str(reply.content)
-        if (parsed := parse_guidance(text)) is not None:
+    calls = _lookup_calls(reply)
+    if not calls:
+        parsed, text, error = _answer_of(reply)
+        if parsed is not None:
             return parsed, text, update
-    else:
-        human = f"{human}\n<knowledge_lookups>\n{_lookups(reply, ctx.knowledge_tool_calls)}\n</knowledge_lookups>\n"
+        return structured.reask(
+            "conductor", ctx, system, human, attempt, "conductor", ConductorGuidance, text, error, update
+        )
+    human = f"{human}\n<knowledge_lookups>\n{_lookups(calls, ctx.knowledge_tool_calls)}\n</knowledge_lookups>\n"
     parsed, text, more = structured.ask_structured(
         "conductor", ctx, system, human, attempt, "conductor", ConductorGuidance
     )
@@ -131,11 +173,16 @@ def conductor(state: PragmaState, runtime: Runtime[Context]) -> dict:
     # N-PRAGMA: the same Conductor, shown only correctness and time (str.format ignores extra keys),
     # and no profiler knowledge or lookup tool either.
     no_profile = runtime.context.agent_mode == "no-profile"
+    # The verifier's head-to-head verdict, not the profile's timings, says whether it was faster; a
+    # Coder shown the older best after a faster-looking kernel is told why (issue 34).
+    to_coder = verdict.for_coder(result, best, candidate["iteration"])
     if advice_mode(runtime.context) == "rules":
         code = candidate.get("kernel") or candidate.get("code") or ""
         guidance = playbook.guidance_from_profile(
             profile, best, float(result["speedup"]), runtime.context.backend, no_profile, code
         )
+        if to_coder:
+            guidance = {**guidance, "text": f"{to_coder}\n{guidance['text']}"}
         return {
             "log": [recording.rules_entry("conductor", candidate["iteration"], guidance["text"])],
             "guidance": guidance,
@@ -160,6 +207,7 @@ def conductor(state: PragmaState, runtime: Runtime[Context]) -> dict:
         best_profile=render_profile(best.get("profile") or {}),
         diff=profile.get("diff_vs_best", ""),
         knowledge=knowledge,
+        verdict=verdict.render(result, best, candidate["iteration"]),
     )
     system_template = prompts.CONDUCTOR_SYSTEM_NO_PROFILE if no_profile else prompts.CONDUCTOR_SYSTEM
     system = system_template.format(vocabulary=", ".join(VOCABULARY))
@@ -183,6 +231,8 @@ def conductor(state: PragmaState, runtime: Runtime[Context]) -> dict:
             "should_stop": parsed.stop,
             "sweep": parsed.sweep,
         }
+    if to_coder:
+        guidance["text"] = f"{to_coder}\n{guidance['text']}"
     if guidance["should_stop"]:
         # The router decides (graph/routing.py reads the limits); the node records its verdict so
         # the state, the Coder and the report say why the run went on.

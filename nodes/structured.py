@@ -60,12 +60,30 @@ def ask_structured(
     parsed, error = parse_json_reply(text, schema)
     if parsed is not None:
         return parsed, text, update
+    return reask(role, ctx, system, human, attempt, node, schema, text, error, update)
+
+
+def reask(
+    role: str,
+    ctx: Context,
+    system: str,
+    human: str,
+    attempt: int,
+    node: str,
+    schema: type[T],
+    text: str,
+    error: str,
+    update: dict[str, Any] | None = None,
+) -> tuple[T | None, str, dict[str, Any]]:
+    """The one re-ask after a reply ``text`` that did not validate (``error``): the conversation so
+    far plus the error and the schema. Returns like ``ask_structured``, ``update`` merged in."""
+    messages = [SystemMessage(system), HumanMessage(human)]
     retry = messages + [
         AIMessage(text),
         HumanMessage(REASK.format(error=error, schema=json.dumps(schema.model_json_schema()["properties"]))),
     ]
     text2, update2, parsed2 = chat.invoke(role, ctx, retry, attempt, node, schema=schema)
-    update = _merge(update, update2)
+    update = _merge(update or {}, update2)
     if isinstance(parsed2, schema):
         return parsed2, text2, update
     parsed2, _ = parse_json_reply(text2, schema)

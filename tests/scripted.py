@@ -30,6 +30,16 @@ CANDIDATES = Path(__file__).parent / "data" / "candidates"
 class ScriptedChatModel(BaseChatModel):
     role: str
     script: dict[str, dict[str, str]]
+    # relay_tools: tools can be bound, and a tool-bound request is answered the way
+    # ../shared/tools/relay_openai.py answers one: the reply becomes a call of the first tool (or of
+    # the tool a first line ``tool: NAME`` names) with the rest as its arguments.
+    relay_tools: bool = False
+    bound_tools: list[str] = []
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        if not self.relay_tools:
+            return super().bind_tools(tools, **kwargs)  # NotImplementedError: no tool support
+        return self.model_copy(update={"bound_tools": [getattr(t, "name", str(t)) for t in tools]})
 
     @property
     def _llm_type(self) -> str:
@@ -61,18 +71,38 @@ class ScriptedChatModel(BaseChatModel):
             "output_tokens": len(text) // 4,
             "total_tokens": (len(prompt) + len(text)) // 4,
         }
+        if self.bound_tools:
+            return ChatResult(generations=[ChatGeneration(message=_as_tool_call(text, self.bound_tools, usage))])
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text, usage_metadata=usage))])
 
 
-def loader_for(script: dict[str, dict[str, str]]):
-    """A drop-in for pragma.nodes.llm.load_chat_model that serves ``script``."""
+def _as_tool_call(text: str, tools: list[str], usage: dict[str, int]) -> AIMessage:
+    """The relay's answer to a tool-bound request: JSON arguments become a tool call, anything
+    else an invalid one (as langchain-openai reports arguments that are not JSON)."""
+    name = tools[0]
+    if text.startswith("tool:"):
+        first, _, text = text.partition("\n")
+        name = first.split(":", 1)[1].strip()
+    try:
+        args = json.loads(text)
+    except ValueError:
+        args = None
+    if isinstance(args, dict):
+        return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": "call_1"}], usage_metadata=usage)
+    invalid = [{"name": name, "args": text.strip(), "id": "call_1", "error": "not JSON", "type": "invalid_tool_call"}]
+    return AIMessage(content="", invalid_tool_calls=invalid, usage_metadata=usage)
+
+
+def loader_for(script: dict[str, dict[str, str]], relay_tools: bool = False):
+    """A drop-in for pragma.nodes.llm.load_chat_model that serves ``script`` (``relay_tools``: tool
+    calls as relay_openai.py makes them, see ScriptedChatModel)."""
 
     def load_chat_model(spec: str, *, role: str = "", timeout_s: float = 600.0) -> BaseChatModel:
         if not spec:
             from pragma.nodes.llm import LLMNotConfigured, not_configured_message
 
             raise LLMNotConfigured(not_configured_message())
-        return ScriptedChatModel(role=role or "coder", script=script)
+        return ScriptedChatModel(role=role or "coder", script=script, relay_tools=relay_tools)
 
     return load_chat_model
 

@@ -2,7 +2,7 @@
 
 Models wrap code in fenced blocks, sometimes several (an explanation snippet, then the module),
 and reasoning models prefix a ``<think>`` section. We drop reasoning, prefer the last python
-block that defines ``ModelNew``, and fall back to the whole reply when it already parses.
+block that defines ``ModelNew`` (the last one may lack its closing fence), and fall back to the whole reply when it already parses.
 """
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ from __future__ import annotations
 import ast
 import re
 
-FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.DOTALL)
+# The closing fence may be missing at the very end (a reply cut at max_tokens, or a model that
+# forgot it): the block then runs to the end of the reply, and is verified like any code.
+FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
 
 

@@ -15,6 +15,9 @@ MIN_CHANGE_PCT = 5.0  # relative change below this is run-to-run noise for times
 MIN_CHANGE_PP = 2.0  # percentage points for metrics already in %
 MAX_ROWS = 12
 FIRST = ("per_call_ms", "roofline_pct")  # always on top when they moved
+# Times measured by the profiling run itself: one process, not interleaved with the best, so a move
+# here is not the speed verdict (the verifier's head-to-head timing is; issue 34).
+PROFILE_TIMES = ("per_call_ms", "task-clock", "cold_call_ms")
 
 
 def _is_pct(unit: str) -> bool:
@@ -89,12 +92,19 @@ def render_diff(diff: dict[str, Any], best_iteration: int | None = None) -> str:
         for r in diff["rows"]:
             change = "from 0" if r["change"] is None else f"{r['change']:+.1f}{r['change_unit']}"
             flag = r["verdict"] + ("" if r["same_source"] else " (different source)")
+            if r["metric"] in PROFILE_TIMES:
+                flag += " (profiling run)"
             lines.append(
                 f"| {r['metric']} | {r['unit']} | {_fmt(r['best'])} | {_fmt(r['current'])} | {change} | "
                 f"{flag.strip()} |"
             )
         if diff["more_moved"]:
             lines.append(f"(and {diff['more_moved']} smaller moves not shown)")
+        if any(r["metric"] in PROFILE_TIMES for r in diff["rows"]):
+            lines.append(
+                "(profiling run) times come from the two profiling runs, not from the verifier's interleaved "
+                "timing of the candidate against the best: whether it is faster is the verifier's verdict"
+            )
     b0, b1 = diff["bottleneck"]
     lines.append(f"bottleneck: {b0} -> {b1}" if b0 != b1 else f"bottleneck: {b1} (unchanged)")
     c0, c1 = diff["confidence"]

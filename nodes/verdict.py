@@ -1,0 +1,81 @@
+"""The verifier's speed verdict on the last candidate, in words, for the Conductor and the Coder.
+
+Issue 34: a profile read 5.79 -> 4.77 ms per call (task-clock, one profiling process) while the
+verifier, timing the candidate and the best interleaved in the same rounds, read 5.29 vs 5.15 ms and
+did not accept it; the next prompt showed the older kernel as the best without saying why. The
+verdict says which kernel is the best and why, with the verifier's figures and CI, and that the
+profile's own times are not the verdict.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PROFILE_TIMES = (
+    "The profiles' per-call times (per_call_ms, task-clock) come from a separate profiling run "
+    "(one process, not interleaved with the best): they explain where time goes, they are not the speed verdict."
+)
+
+
+def render(result: dict[str, Any], best: dict[str, Any], iteration: int) -> str:
+    """One short paragraph: correct or not, faster than the best or not, by the verifier's numbers."""
+    if result.get("status") != "ok":
+        return f"Attempt {iteration} failed verification ({result.get('status', '?')}): the best is unchanged."
+    runtime, ref = float(result.get("runtime_ms", 0.0)), float(result.get("ref_runtime_ms", 0.0))
+    low, high = (list(result.get("speedup_ci") or [0.0, 0.0]) + [0.0, 0.0])[:2]
+    line = (
+        f"Attempt {iteration} is correct: {runtime:.4g} ms against the reference's {ref:.4g} ms, "
+        f"speedup {float(result.get('speedup', 0.0)):.3f}x (95% CI {low:.3f}-{high:.3f})."
+    )
+    best_iteration = int(best.get("iteration") or 0)
+    vs_best = float(result.get("speedup_vs_best") or 0.0)
+    b_low, b_high = (list(result.get("speedup_vs_best_ci") or [0.0, 0.0]) + [0.0, 0.0])[:2]
+    best_ms = float(result.get("best_runtime_ms") or 0.0)
+    head_to_head = (
+        f" Timed against the best in the same interleaved rounds: {runtime:.4g} ms vs {best_ms:.4g} ms, "
+        f"{vs_best:.3f}x the best's speed (95% CI {b_low:.3f}-{b_high:.3f})."
+        if vs_best > 0 and best_ms > 0
+        else ""
+    )
+    why = str(result.get("acceptance") or "").strip()
+    if result.get("is_new_best") or best_iteration == iteration:
+        line += head_to_head + f" The verifier accepted it: attempt {iteration} is now the best."
+    elif best_iteration:
+        line += (
+            f" It is correct but not significantly faster than the best (attempt {best_iteration}, "
+            f"{float(best.get('speedup', 0.0)):.3f}x)." + head_to_head
+        )
+        if why:
+            line += f" Verifier: {why}."
+        line += f" The best stays attempt {best_iteration}: the next candidate refines attempt {best_iteration}."
+    elif why:
+        line += f" Verifier: {why}."
+    return f"{line}\n{PROFILE_TIMES}"
+
+
+def is_not_faster(result: dict[str, Any], best: dict[str, Any], iteration: int) -> bool:
+    """A correct candidate the verifier did not crown: the case the Coder must be told about."""
+    return (
+        result.get("status") == "ok"
+        and not result.get("is_new_best")
+        and int(best.get("iteration") or 0) not in (0, iteration)
+    )
+
+
+def for_coder(result: dict[str, Any], best: dict[str, Any], iteration: int) -> str:
+    """The line the guidance to the Coder starts with when its last kernel was correct but not
+    crowned, so that being shown the older best is explained; "" otherwise."""
+    if not is_not_faster(result, best, iteration):
+        return ""
+    b_low, b_high = (list(result.get("speedup_vs_best_ci") or [0.0, 0.0]) + [0.0, 0.0])[:2]
+    figures = (
+        f" ({float(result['speedup_vs_best']):.3f}x the best's speed, 95% CI {b_low:.3f}-{b_high:.3f}, "
+        f"timed by the verifier against it)"
+        if float(result.get("speedup_vs_best") or 0.0) > 0
+        else ""
+    )
+    best_iteration = int(best["iteration"])
+    return (
+        f"Your last kernel (attempt {iteration}) was correct but not significantly faster than the best "
+        f"(attempt {best_iteration}){figures}, so the kernel below is still attempt {best_iteration}."
+    )

@@ -1,0 +1,176 @@
+"""Issue 34, what the transcripts of the capable-model run showed was ours (unit tests, scripted model).
+
+- the Conductor was sent the same request twice (once with the lookup tool, once without): a reply
+  that already answers is the decision, in one call, also when the server (relay_openai.py) wraps
+  every tool-bound answer in a tool call;
+- a faster-looking profile beside a verifier that did not accept the candidate: the prompts say
+  the candidate was correct but not significantly faster, with the verifier's figures;
+- a reply whose code block lacked only its closing fence was refused.
+"""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+import scripted
+
+import pragma.nodes.llm as llm
+from pragma.graph.context import resolve_context
+from pragma.nodes import coder, conductor
+from pragma.tools.extract import extract_code
+
+GUIDANCE = {
+    "diagnosis": "exp dominates: scalar expf per element",
+    "bottleneck": "compute-bound",
+    "steps": ["vectorize exp with a polynomial", "fuse the max and sum passes"],
+    "extra_metrics": [],
+    "stop": False,
+}
+PROFILE = {
+    "status": "ok",
+    "bottleneck": "compute-bound",
+    "bottleneck_evidence": "far below the compute roof",
+    "sources": ["wall clock"],
+    "confidence": "timing-only",
+    "metrics": {"per_call_ms": {"value": 4.77, "unit": "ms", "source": "wall clock (profiled region)"}},
+    "diff_vs_best": "| per_call_ms | ms | 5.79 | 4.77 | -17.6% | better |",
+}
+
+
+def _state(iteration: int = 2) -> dict:
+    # The issue's case: the profile read 5.79 -> 4.77 ms; the verifier 5.29 vs 5.15 ms, not accepted.
+    return {
+        "problem": {"name": "conv1d", "source": "class Model: ...", "path": "p.py"},
+        "hardware": "2 cores",
+        "attempts": [
+            {"iteration": 1, "status": "ok", "speedup": 1.02},
+            {"iteration": iteration, "status": "ok", "speedup": 1.0},
+        ],
+        "candidate": {"iteration": iteration, "code": "class ModelNew: ...  # attempt 2"},
+        "verification": {
+            "status": "ok",
+            "speedup": 0.99,
+            "speedup_ci": [0.95, 1.03],
+            "runtime_ms": 5.29,
+            "ref_runtime_ms": 5.24,
+            "is_new_best": False,
+            "speedup_vs_best": 0.974,
+            "speedup_vs_best_ci": [0.93, 1.01],
+            "best_runtime_ms": 5.15,
+            "acceptance": "not accepted: 95% CI of the speedup over the best [0.930, 1.010] is not above 1.000",
+        },
+        "profile": PROFILE,
+        "best": {"iteration": 1, "speedup": 1.02, "runtime_ms": 5.15, "code": "class ModelNew: ...  # attempt 1"},
+    }
+
+
+def _run(monkeypatch, reply: str, relay_tools: bool = True, **settings) -> tuple[dict, list[str], list[bool]]:
+    """The conductor node on the issue's state; returns its update, every prompt and, per call,
+    whether tools were bound."""
+    prompts: list[str] = []
+    bound: list[bool] = []
+    real = scripted.ScriptedChatModel._generate
+
+    def spy(self, messages, *args, **kwargs):
+        prompts.append("\n".join(str(m.content) for m in messages))
+        bound.append(bool(self.bound_tools))
+        return real(self, messages, *args, **kwargs)
+
+    monkeypatch.setattr(scripted.ScriptedChatModel, "_generate", spy)
+    monkeypatch.setattr(llm, "load_chat_model", scripted.loader_for({"conductor": {"2": reply}}, relay_tools))
+    ctx = resolve_context(env={}, coder_model="scripted:x", knowledge_max_chars=0, **settings)
+    update = conductor.conductor(_state(), SimpleNamespace(context=ctx))
+    return update, prompts, bound
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [json.dumps(GUIDANCE), f"```json\n{json.dumps(GUIDANCE)}\n```"],
+    ids=["json-arguments", "fenced-arguments"],
+)
+def test_an_answer_in_the_tool_round_is_one_model_call(monkeypatch, tmp_path, reply):
+    monkeypatch.setenv("PRAGMA_DATA_DIR", str(tmp_path))
+    update, prompts, bound = _run(monkeypatch, reply)
+    assert bound == [True], "one request, the one that offers the lookup tool"
+    assert update["usage"]["llm_calls"] == 1 and len(update["log"]) == 1
+    assert update["guidance"]["bottleneck"] == "compute-bound"
+    assert "vectorize exp with a polynomial" in update["guidance"]["text"]
+    # The log keeps the answer as the reply, so a replay of the run answers the same.
+    assert json.loads(update["log"][0]["reply"].strip("`json\n"))["diagnosis"] == GUIDANCE["diagnosis"]
+
+
+def test_a_replayed_one_call_conductor_gives_the_same_guidance(monkeypatch, tmp_path):
+    monkeypatch.setenv("PRAGMA_DATA_DIR", str(tmp_path))
+    real_loader = llm.load_chat_model
+    live, _, _ = _run(monkeypatch, json.dumps(GUIDANCE))
+    monkeypatch.setattr(llm, "load_chat_model", real_loader)
+    ctx = resolve_context(env={}, coder_model="replay:unthreaded", knowledge_max_chars=0)
+    replayed = conductor.conductor(_state(), SimpleNamespace(context=ctx))
+    assert replayed["guidance"]["text"] == live["guidance"]["text"]
+
+
+def test_an_unusable_reply_is_re_asked_with_the_error_not_sent_again(monkeypatch, tmp_path):
+    monkeypatch.setenv("PRAGMA_DATA_DIR", str(tmp_path))
+    update, prompts, bound = _run(monkeypatch, "The kernel looks fine to me.")
+    assert bound == [True, False] and update["usage"]["llm_calls"] == 2
+    assert prompts[1] != prompts[0] and "Your reply could not be used" in prompts[1]
+    assert update["guidance"]["text"].endswith("The kernel looks fine to me.")
+
+
+def test_a_model_without_tools_is_asked_once(monkeypatch, tmp_path):
+    monkeypatch.setenv("PRAGMA_DATA_DIR", str(tmp_path))
+    update, _, bound = _run(monkeypatch, json.dumps(GUIDANCE), relay_tools=False)
+    assert bound == [False] and update["usage"]["llm_calls"] == 1
+
+
+def test_the_verifiers_verdict_reaches_the_conductor_and_the_coder(monkeypatch, tmp_path):
+    monkeypatch.setenv("PRAGMA_DATA_DIR", str(tmp_path))
+    update, prompts, _ = _run(monkeypatch, json.dumps(GUIDANCE))
+    verdict = prompts[0].split("<verifier_verdict>\n")[1].split("</verifier_verdict>")[0]
+    assert "correct but not significantly faster than the best (attempt 1" in verdict
+    assert "5.29 ms vs 5.15 ms" in verdict and "95% CI 0.930-1.010" in verdict
+    assert "not the speed verdict" in verdict  # the profile's 4.77 ms is not the verdict
+    # it comes before the profiles, which carry the faster-looking profiling-run time
+    assert prompts[0].index("<verifier_verdict>") < prompts[0].index("<current_profile>")
+    text = update["guidance"]["text"]
+    assert text.startswith("Your last kernel (attempt 2) was correct but not significantly faster than the best")
+    assert "still attempt 1" in text
+    # The Coder's refine prompt shows the older best and now says why.
+    state = {**_state(), "guidance": update["guidance"]}
+    ctx = resolve_context(env={}, coder_model="scripted:x", candidate_format="module", kernel_memory=False)
+    origin, human = coder._human(state, ctx, "module", None, 3)
+    assert origin == "refine" and "not significantly faster than the best (attempt 1)" in human
+
+
+def test_a_new_best_is_not_explained_away(monkeypatch, tmp_path):
+    monkeypatch.setenv("PRAGMA_DATA_DIR", str(tmp_path))
+    state = _state()
+    state["verification"] = {**state["verification"], "is_new_best": True, "speedup_vs_best_ci": [1.05, 1.2]}
+    state["best"] = {**state["best"], "iteration": 2}
+    monkeypatch.setattr(llm, "load_chat_model", scripted.loader_for({"conductor": {"2": json.dumps(GUIDANCE)}}))
+    ctx = resolve_context(env={}, coder_model="scripted:x", knowledge_max_chars=0)
+    update = conductor.conductor(state, SimpleNamespace(context=ctx))
+    assert update["guidance"]["text"].startswith("Diagnosis:")
+
+
+def test_a_code_block_missing_only_its_closing_fence_is_extracted():
+    body = "import torch\nfrom torch import nn\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return x\n"
+    code = extract_code(f"Here is the module.\n\n```python\n{body}")
+    assert code == body
+    # closed blocks still win, and the last ModelNew block is the one taken
+    two = f"```python\nclass ModelNew: pass  # draft\n```\nFinal:\n```python\n{body}"
+    assert extract_code(two) == body
+
+
+def test_the_profile_diff_marks_its_times_as_the_profiling_runs():
+    from pragma.tools.profilers import diff
+
+    metric = {"unit": "ms", "source": "wall clock (profiled region)"}
+    best = {"metrics": {"per_call_ms": {**metric, "value": 5.79}}, "bottleneck": "compute-bound"}
+    cur = {"metrics": {"per_call_ms": {**metric, "value": 4.77}}, "bottleneck": "compute-bound"}
+    table = diff.render_diff(diff.diff_profiles(best, cur), 1)
+    row = next(line for line in table.splitlines() if line.startswith("| per_call_ms"))
+    assert row.endswith("better (profiling run) |")
+    assert "whether it is faster is the verifier's verdict" in table
