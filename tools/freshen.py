@@ -279,7 +279,7 @@ class Refill:
                     flat = source[i].reshape(-1)
                     bits = max(1, min(POOL_BITS, flat.numel().bit_length() - 1))
                     pick = torch.randint(0, flat.numel(), (1 << bits,), generator=gen)
-                    pools[i] = flat[pick].contiguous()
+                    pools[i] = flat[pick.to(flat.device)].cpu().contiguous()  # host memory: the loop reads it
         return cls(modes=modes, pools=pools, draw=draw, gen=gen, ms=[])
 
     def describe(self) -> str:
@@ -313,7 +313,7 @@ def _resample(x: torch.Tensor, pool: torch.Tensor, seed: int, gen: torch.Generat
     # A dense view with non-negative strides covers numel elements from data_ptr on, in some order:
     # i.i.d. draws need no order.
     dense = x.is_contiguous() or (_dense(x) and all(s >= 0 for s in x.stride()))
-    if dense and prepare() == "":
+    if dense and x.device.type == "cpu" and pool.dtype == x.dtype and prepare() == "":
         if (
             _native.pragma_refill(
                 x.data_ptr(), x.numel(), pool.data_ptr(), bits, x.element_size(), seed, REFILL_THREADS
@@ -322,4 +322,4 @@ def _resample(x: torch.Tensor, pool: torch.Tensor, seed: int, gen: torch.Generat
         ):
             return
     idx = torch.randint(0, pool.numel(), x.shape, generator=gen)
-    x.copy_(pool[idx])
+    x.copy_(pool[idx])  # on the host, then to wherever x lives
