@@ -433,17 +433,15 @@ def render(source: str, names: LoopNames = DEFAULT_NAMES) -> str:
     row-wise and channel ones as whole kernel bodies in the signature's ``names``, or '' when it
     names none this table knows."""
     found = lookup(source)
-    functions = [cpp_function(name) for name, _ in found if name in ELEMENTWISE]
+    elementwise = [name for name, _ in found if name in ELEMENTWISE]
     parts = []
-    if functions:
-        first = next(name for name, _ in found if name in ELEMENTWISE)
-        notes = "".join(f"\n// {name}, {NOTES[name]}" for name, _ in found if name in NOTES)
-        parts.append(
-            "Element-wise operators as C++ functions (PyTorch's math and default arguments): paste them above"
-            f" your kernel; each computes its operator for one value ({first}(x) is {cpp_name(first)}(x[i]) for"
-            " every i); pass the arguments forward() passes."
-            "\n```cpp\n" + "\n".join(functions) + notes + "\n```"
-        )
+    if elementwise:
+        # The fast forms (knowledge/fast_forms.py), with the kernel's whole loop where the problem is
+        # that one operator alone.
+        from pragma.knowledge import fast_forms
+
+        alone = not any(name in ROW_BODIES or name in CHANNEL_BODIES for name, _ in found)
+        parts.append(fast_forms.prompt_part(elementwise, source, names["x"], names["ndim"], names["out"], alone))
     eps = eps_of(source)
     bodies = [
         row_loop(name, names, eps) if name in ROW_BODIES else channel_body(name, names, eps, groups_of(source))

@@ -134,8 +134,35 @@ PYTHON_IN_CPP = (
 _UNDECLARED = re.compile(r"[‘'`](\w+)[’'`] was not declared in this scope")
 # g++'s wording for an unknown name in an OpenMP clause (and for unknown parameter types, left alone).
 _NOT_BEEN_DECLARED = re.compile(r"[‘'`](\w+)[’'`] has not been declared")
+# x86 intrinsics without their header: "'__m256' does not name a type", "'_mm256_loadu_ps' was not
+# declared in this scope" (the embedded model, twice in four attempts on an activation; the generic
+# "does not name a type" advice below would tell it to delete the line).
+_INTRINSIC_NAME = r"(__m(?:64|128|256|512)[dhi]?|__mmask(?:8|16|32|64)|_mm(?:256|512)?_\w+)"
+INTRINSICS_FIX = (
+    "`{0}` is an x86 intrinsic, declared in <immintrin.h>: add `#include <immintrin.h>` at the top of the file "
+    "(or drop the intrinsics: the <formulas> functions are plain C++ that g++ vectorizes to the machine's widest "
+    "vectors)"
+)
+# AVX-512 intrinsics on a machine without AVX-512 (-march=native): g++ refuses to inline them.
+NO_AVX512_FIX = (
+    "`{0}` needs an instruction set this machine lacks (g++ -march=native): use the _mm256 (AVX2) intrinsics, "
+    "or plain C++ loops (the <formulas> functions), which g++ vectorizes to the widest vectors the machine has"
+)
 COMPILER_FIXES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"[‘'`](" + "|".join(PYTHON_NAMES) + r")[’'`] was not declared in this scope"), PYTHON_IN_CPP),
+    (
+        re.compile(
+            rf"[‘'`]{_INTRINSIC_NAME}[’'`] (?:does not name a type|was not declared in this scope|has not been declared)"
+        ),
+        INTRINSICS_FIX,
+    ),
+    (
+        re.compile(
+            r"inlining failed in call to [‘'`]always_inline[’'`] [‘'`][^’'`]*?\b(_mm(?:256|512)?_\w+)\s*\("
+            r"[^\n]*target specific option mismatch"
+        ),
+        NO_AVX512_FIX,
+    ),
     (
         re.compile(
             r"[‘'`](?:\w+)[’'`] in namespace [‘'`]std[’'`] does not name a type|[‘'`]\w+[’'`] does not name a type"

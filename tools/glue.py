@@ -426,12 +426,20 @@ class KernelExtractionError(ValueError):
 # Headers a kernel's C++ may use without naming them: small models write std::exp or
 # std::max and forget the include (the embedded model's sigmoid failed to compile twice in four
 # attempts on "'exp' is not a member of 'std'"). Including them changes nothing else.
-STANDARD_HEADERS = ("<cmath>", "<cstdint>", "<cstddef>", "<algorithm>", "<limits>")
+STANDARD_HEADERS = ("<cmath>", "<cstdint>", "<cstddef>", "<cstring>", "<algorithm>", "<limits>")
+# x86 intrinsics (__m256, _mm512_add_ps, __mmask16) need <immintrin.h>: the embedded model wrote them
+# without it twice in four attempts ("'__m256' does not name a type"), and the repair did not add it.
+# Comments aside: a kernel that only mentions an intrinsic in a comment needs no header.
+_INTRINSICS = re.compile(r"\b(?:__m(?:64|128|256|512)[dhi]?|__mmask(?:8|16|32|64)|_mm(?:256|512)?_\w+)\b")
+INTRINSICS_HEADER = "<immintrin.h>"
 
 
 def with_standard_headers(cpp: str) -> str:
-    """``cpp`` with the standard headers it does not include yet prepended."""
+    """``cpp`` with the standard headers it does not include yet prepended, and <immintrin.h> where
+    it uses x86 intrinsics without it (or without <x86intrin.h>, which includes it)."""
     missing = [h for h in STANDARD_HEADERS if not re.search(rf"#\s*include\s*{re.escape(h)}", cpp)]
+    if _INTRINSICS.search(_NOT_CODE.sub("", cpp)) and not re.search(r"#\s*include\s*<(?:imm|x86)intrin\.h>", cpp):
+        missing.append(INTRINSICS_HEADER)
     return "".join(f"#include {h}\n" for h in missing) + cpp if missing else cpp
 
 
