@@ -36,10 +36,14 @@ FAST_SETTINGS = {
     # tested, with these settings at their defaults, in tests/test_profiler_real.py.
     "PRAGMA_PROFILE_HOTSPOTS": "false",
     "PRAGMA_PROFILE_SIMULATE": "never",
+    # The micro-profile that rebuilds the kernel twice (vector widths, seconds) likewise.
+    "PRAGMA_PROFILE_MICRO": "cheap",
 }
 # The profiler's own tests: every tool at its default.
 PROFILER_SETTINGS = {
-    k: v for k, v in FAST_SETTINGS.items() if k not in ("PRAGMA_PROFILE_HOTSPOTS", "PRAGMA_PROFILE_SIMULATE")
+    k: v
+    for k, v in FAST_SETTINGS.items()
+    if k not in ("PRAGMA_PROFILE_HOTSPOTS", "PRAGMA_PROFILE_SIMULATE", "PRAGMA_PROFILE_MICRO")
 }
 
 

@@ -249,3 +249,23 @@ def test_the_cold_versus_warm_micro_experiment_is_reported_with_its_source(profi
         assert "cache-level roof applies" in note
     elif ratio["value"] <= 1.1:
         assert "not kept in cache between calls" in note
+
+
+def test_micro_profiles_answer_the_labels_questions_with_their_cost(profiles):
+    """Issue 34: the cache-resident scale_shift raises 'is moving the bytes the limit?' (write-only and
+    read-only passes in the region) and, on AVX-512 CPUs, 'does a wider vector help?' (two sandboxed
+    rebuilds); each answer leads the profile text with its cost."""
+    p = profiles(PROBLEMS / "scale_shift.py", "scale_shift_vector", profile_simulate="never", profile_micro="on")
+    answers = {a["question"]: a for a in p["micro_profiles"]}
+    assert p["bottleneck"] in ("cache-resident", "dram-bound", "memory-bound"), p["bottleneck"]
+    store = answers["store_bandwidth"]
+    assert store["status"] == "ok" and store["verdict"] in ("yes", "no") and store["ratio"] > 0.3
+    text = render_profile(p)
+    assert text.startswith("micro-profile: ") and "(cost " in text.splitlines()[0]
+    if p["bottleneck"] == "cache-resident":
+        width = answers["wider_vectors"]
+        if "avx512f" in _cpu_flags():
+            assert width["status"] == "ok", width
+            assert set(width["per_call_ms"]) == {"256", "512"} and width["cost_s"] > 0
+        else:
+            assert width["status"] == "unavailable" and "no AVX-512" in width["answer"]

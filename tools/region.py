@@ -231,10 +231,37 @@ def micro_experiments(candidate: Callable, inputs: list[Any], warm_ms: float, sc
     if warm_ms > MICRO_MAX_CALL_MS:
         return {"status": "skipped", "reason": f"a call takes {warm_ms:.0f} ms (limit {MICRO_MAX_CALL_MS:.0f} ms)"}
     out: dict[str, Any] = {"status": "ok", "calls_each": MICRO_CALLS}
+    t0 = time.perf_counter_ns()
     flush_bytes = scratch.numel() * 4
     # Warm: calls back to back. Cold: each call after reading a buffer twice the last-level cache
     # (a read leaves clean lines: no write-back traffic competing with the timed call).
     warm = _block_ms(lambda: candidate(*inputs))
     cold = _block_ms(lambda: candidate(*inputs), before=lambda: float(scratch.sum()))
     out.update(warm_ms=warm, cold_ms=cold, cold_warm_ratio=cold / warm if warm > 0 else 0.0, flush_bytes=flush_bytes)
+    out["cost_s"] = round((time.perf_counter_ns() - t0) / 1e9, 3)
+    out["traffic"] = traffic_experiment(candidate, inputs)
     return out
+
+
+def traffic_experiment(candidate: Callable, inputs: list[Any]) -> dict[str, Any]:
+    """Is moving the bytes the limit? Median times of only writing the kernel's outputs (torch
+    ``fill_``: plain stores, each line read for ownership first) and of only reading its input
+    tensors (``sum``), on the same tensors, warm like the profiled loop; set against the kernel's
+    warm time (tools/profilers/micro.py decides). Parameters are not counted: inputs only."""
+    t0 = time.perf_counter_ns()
+    outs = candidate(*inputs)
+    outs = outs if isinstance(outs, (tuple, list)) else (outs,)
+    written = [o for o in outs if isinstance(o, torch.Tensor) and o.is_floating_point() and o.numel()]
+    read = [x for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel()]
+    if not written or not read:
+        return {"status": "skipped", "reason": "the kernel's inputs or outputs are not floating-point tensors"}
+    write_ms = _block_ms(lambda: [o.fill_(0.5) for o in written])
+    read_ms = _block_ms(lambda: [x.sum() for x in read])
+    return {
+        "status": "ok",
+        "write_ms": write_ms,
+        "read_ms": read_ms,
+        "write_bytes": sum(o.numel() * o.element_size() for o in written),
+        "read_bytes": sum(x.numel() * x.element_size() for x in read),
+        "cost_s": round((time.perf_counter_ns() - t0) / 1e9, 3),
+    }

@@ -30,6 +30,7 @@ from pragma.tools.profilers import (
     hotspots,
     instruction_mix,
     mca,
+    micro,
     perf_stat,
     roofline,
     runs,
@@ -378,6 +379,7 @@ def profile_candidate(
 
     signals = bottleneck.signals_cpu(metrics, roof, vect, mix)
     label, why = signals[0] if signals else ("unknown", "no evidence separates the bottlenecks")
+    answers = _micro_profiles(label, problem_path, code, ctx, spec, region, metrics, tools, loop, notes)
     confidence = (
         "hardware-counters" if has_hw else "simulation" if has_sim else "static" if (vect or mix) else "timing-only"
     )
@@ -395,6 +397,7 @@ def profile_candidate(
         "bottleneck": label,
         "bottleneck_evidence": why,
         "mca": loop or {},
+        "micro_profiles": answers,
         "signals": [{"label": lab, "evidence": ev} for lab, ev in signals],
         "unavailable": unavailable,
         "notes": notes,
@@ -406,6 +409,53 @@ def profile_candidate(
         "calls": int(region["calls"]),
         "profile_wall_s": round(time.monotonic() - started, 2),
     }
+
+
+def _micro_profiles(
+    label: str,
+    problem_path: str,
+    code: str,
+    ctx: Context,
+    spec: dict[str, Any],
+    region: dict[str, Any],
+    metrics: dict,
+    tools: dict,
+    loop: dict | None,
+    notes: list[str],
+) -> list[dict[str, Any]]:
+    """The micro-profiles the label asks for (tools/profilers/micro.py), each with its cost."""
+    mode = getattr(ctx, "profile_micro", "on")
+    if mode == "off":
+        tools["micro_profiles"] = {"status": "skipped", "reason": "profile_micro=off"}
+        return []
+    t0 = time.monotonic()
+    region_micro = region.get("micro") or {}
+    mca_info = loop or {"status": "unavailable", "reason": tools.get("mca", {}).get("reason", "not run")}
+    try:
+        answers = micro.run(
+            label,
+            mca={**mca_info, "wall_s": tools.get("mca", {}).get("wall_s", 0.0)},
+            traffic=region_micro.get("traffic")
+            or (
+                {"status": "skipped", "reason": f"micro-experiments not run: {region_micro.get('reason', '')}"}
+                if region_micro
+                else None
+            ),
+            # the traffic passes are timed warm, like the region's warm calls: compare like with like
+            kernel_ms=float(region_micro.get("warm_ms") or metrics["per_call_ms"]["value"]),
+            has_avx512=spec.get("simd") == "AVX-512",
+            rebuild=(lambda: micro.collect_vector_widths(problem_path, code, ctx)) if mode == "on" else None,
+        )
+    except Exception as exc:  # an experiment is one more piece of evidence, never the profile's end
+        log.exception("micro-profiles failed")
+        notes.append(f"micro-profiles failed: {type(exc).__name__}: {str(exc)[:200]}")
+        answers = []
+    tools["micro_profiles"] = {
+        "status": "ok",
+        "questions": [a["question"] for a in answers],
+        "wall_s": round(time.monotonic() - t0, 2),
+    }
+    return answers
 
 
 def _confidence_reason(confidence: str, tools: dict, unavailable: dict, loop: dict | None) -> str:
@@ -430,7 +480,9 @@ def render_profile(profile: dict[str, Any]) -> str:
     """The profile as prompt text: sources and confidence first, then label, roofline, metrics."""
     if profile.get("status") != "ok":
         return f"profile unavailable: {profile.get('reason', '')}"
-    lines = [
+    # The micro-profiles' answers first: each settles a question the metrics below leave open.
+    lines = [micro.render(profile["micro_profiles"])] if profile.get("micro_profiles") else []
+    lines += [
         f"sources: {', '.join(profile['sources'])}; confidence: {profile['confidence']}"
         + (f" ({profile['confidence_reason']})" if profile.get("confidence_reason") else ""),
         f"bottleneck: {profile['bottleneck']} ({profile.get('bottleneck_evidence', '')})",
