@@ -54,6 +54,8 @@ PROBLEM_COLUMNS = {
     "output_tokens": "DOUBLE PRECISION",
     "cost_usd": "DOUBLE PRECISION",
     "llm_calls": "DOUBLE PRECISION",
+    "tune_s": "DOUBLE PRECISION",
+    "tune_variants": "INTEGER",
     "wall_s": "DOUBLE PRECISION",
     "ref_ms": "DOUBLE PRECISION",
     "stop_reason": "TEXT",

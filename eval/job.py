@@ -170,6 +170,9 @@ def _finish(db: ResultsDB, spec: JobSpec, ctx: Context, state: dict[str, Any], c
             "output_tokens": usage.get("output_tokens", 0.0),
             "cost_usd": usage.get("cost_usd", 0.0),
             "llm_calls": usage.get("llm_calls", 0.0),
+            # the tuner's seconds and variants, apart from the LLM's (equal-budget comparisons)
+            "tune_s": sum(float(r.get("spent_s", 0.0)) for r in state.get("sweeps", [])),
+            "tune_variants": sum(len(r.get("trials", [])) for r in state.get("sweeps", [])),
             "stop_reason": stop_reason(state, ctx) or "",
             "message": "",
             "finished_at": time.time(),

@@ -40,6 +40,7 @@ class Outcome:
     iterations: int = 0
     llm_calls: float = 0.0
     wall_s: float = 0.0  # the job's wall time (every search policy pays its own)
+    tune_s: float = 0.0  # seconds the tuner spent (nodes/tune.py; no LLM call), part of wall_s
 
 
 def counts_as_solved(status: str, solved: bool) -> bool:
@@ -74,6 +75,7 @@ def outcomes(rows: list[dict[str, Any]], problems: list[tuple[str, str]], modes:
                     iterations=int(r.get("iterations") or 0),
                     llm_calls=float(r.get("llm_calls") or 0.0),
                     wall_s=float(r.get("wall_s") or 0.0),
+                    tune_s=float(r.get("tune_s") or 0.0),
                 )
             )
     return found
@@ -113,6 +115,7 @@ def summarize(outcomes: list[Outcome]) -> dict[str, Any]:
         "llm_calls_per_problem": sum(o.llm_calls for o in outcomes) / n if n else None,
         "candidates_per_problem": sum(o.iterations for o in outcomes) / n if n else None,
         "wall_s_per_problem": sum(o.wall_s for o in outcomes) / n if n else None,
+        "tune_s_per_problem": sum(o.tune_s for o in outcomes) / n if n else None,
         "cost_per_solved_usd": cost / len(solved) if solved else None,
     }
 

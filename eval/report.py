@@ -102,6 +102,7 @@ def table_full(summaries: dict[str, dict[str, Any]], priced: bool) -> Table:
         "LLM calls / problem",
         "Candidates / problem",
         "Wall s / problem",
+        "Tuner s / problem",
     ]
     rows = []
     for mode, s in summaries.items():
@@ -123,6 +124,7 @@ def table_full(summaries: dict[str, dict[str, Any]], priced: bool) -> Table:
                 _fmt(s.get("llm_calls_per_problem"), ".1f"),
                 _fmt(s.get("candidates_per_problem"), ".1f"),
                 _fmt(s.get("wall_s_per_problem"), ".0f"),
+                _fmt(s.get("tune_s_per_problem"), ".1f"),
             ]
         )
     return header, rows

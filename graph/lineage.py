@@ -32,6 +32,10 @@ def children(state: dict[str, Any]) -> dict[int, list[dict[str, Any]]]:
 def label(a: dict[str, Any], best_iteration: int | None) -> str:
     """#4 refine of #3 · ok 2.310x · the best"""
     text = f"#{a['iteration']} {a.get('origin', '')}".rstrip()
+    if a.get("origin") == "tune":
+        # the tuner's child: the values it chose and the sweep that found them
+        text += f" ({str(a.get('guidance', '')).removeprefix('tuner: ')}; {a.get('variants_timed', 0)} variants, "
+        text += f"{float(a.get('sweep_s', 0.0)):.0f} s)"
     text += f" · {a['status']}"
     if a["status"] == "ok":
         text += f" {float(a.get('speedup', 0.0)):.3f}x"
@@ -113,6 +117,40 @@ def costs(state: dict[str, Any]) -> dict[int, dict[str, float]]:
     return out
 
 
+def sweep_tables(state: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
+    """Per finished sweep of the tuner (nodes/tune.py): (heading, header, rows), one row per variant
+    timed. Shared by report.md and report.html."""
+    header = ["parameter", "value", "status", "speedup", "runtime ms", "verify s", "better"]
+    out = []
+    for r in state.get("sweeps", []):
+        winner = " ".join(
+            f"{k.removeprefix('build:')}={v}"
+            for k, v in r.get("winner", {}).items()
+            if v != next((d["default"] for d in r.get("dims", []) if d["name"] == k), v)
+        )
+        child = f"; tuned child #{r['child']}" if r.get("child") else ""
+        heading = (
+            f"Sweep of #{r['parent']}: {len(r.get('trials', []))} variants in {float(r.get('spent_s', 0)):.1f} s "
+            f"(budget {float(r.get('budget_s', 0)):.0f} s); base {float(r.get('base_speedup', 0)):.3f}x, "
+            f"winner {winner or 'defaults'} {float(r.get('winner_speedup', 0)):.3f}x{child}; "
+            f"gate: {r.get('gate') or 'not run (no variant beat the candidate)'}"
+        )
+        rows = [
+            [
+                t["dim"].removeprefix("build:"),
+                str(t["value"]),
+                t["status"],
+                f"{float(t['speedup']):.3f}x" if t["status"] == "ok" else "",
+                f"{float(t['runtime_ms']):.4f}" if t["status"] == "ok" else "",
+                f"{float(t['wall_s']):.1f}",
+                "yes" if t.get("improved") else "no",
+            ]
+            for t in r.get("trials", [])
+        ]
+        out.append((heading, header, rows))
+    return out
+
+
 def render_html(state: dict[str, Any], title: str) -> str:
     """A self-contained page: the tree as nested lists, each node with its guidance, diff and cost."""
     tree, best = children(state), (state.get("best") or {}).get("iteration")
@@ -143,12 +181,23 @@ def render_html(state: dict[str, Any], title: str) -> str:
         return "<li>" + " ".join(parts) + sub + "</li>"
 
     body = "<ul>" + "".join(node_html(a) for a in tree.get(ROOT, [])) + "</ul>"
+    sweeps = "".join(
+        f"<p>{html.escape(heading)}</p><table><tr>"
+        + "".join(f"<th>{html.escape(h)}</th>" for h in header)
+        + "</tr>"
+        + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+        + "</table>"
+        for heading, header, rows in sweep_tables(state)
+    )
+    if sweeps:
+        body += f"<h2>Tuner sweeps</h2>{sweeps}"
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"
         f"<title>{html.escape(title)}</title><style>"
         "body{font-family:sans-serif;margin:2em}ul{list-style:none;border-left:1px solid #999;padding-left:1.2em}"
         "li{margin:.4em 0}.best{background:#b7e4c7;padding:2px 6px}.ok{background:#e9f5ec;padding:2px 6px}"
         ".failed{background:#fde2e1;padding:2px 6px}.note{color:#555;font-size:90%}"
+        "table{border-collapse:collapse}td,th{border:1px solid #bbb;padding:2px 8px;text-align:left}"
         "pre{background:#f6f6f6;padding:.5em;max-width:100em;overflow-x:auto;font-size:85%}"
         f"</style></head><body><h1>{html.escape(title)}</h1><h2>Lineage</h2>{body}</body></html>\n"
     )

@@ -68,6 +68,12 @@ def render_report(state: dict[str, Any], ctx: Context, thread_id: str) -> str:
         )
     lines += ["", "## Lineage", "", "Each attempt under the attempt it was written from (refined or repaired).", ""]
     lines += [*lineage.render_text(state), "", *lineage.render_mermaid(state)]
+    if tables := lineage.sweep_tables(state):
+        lines += ["", "## Tuner sweeps", "", "Each variant verified and timed in full; no LLM call.", ""]
+    for heading, header, rows in tables:
+        lines += [heading, "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(row) + " |" for row in rows]
+        lines.append("")
     lines += ["", *render_usage(state)]
     lines += ["", "## Conductor and repair guidance", ""]
     for entry in state.get("log", []):
@@ -92,6 +98,8 @@ def spent(state: dict[str, Any]) -> dict[str, float]:
         "input_tokens": float(usage.get("input_tokens", 0)),
         "output_tokens": float(usage.get("output_tokens", 0)),
         "verify_s": sum(float(a.get("wall_s", 0.0)) for a in attempts),
+        "tune_s": sum(float(r.get("spent_s", 0.0)) for r in state.get("sweeps", [])),
+        "tune_variants": float(sum(len(r.get("trials", [])) for r in state.get("sweeps", []))),
         "wall_s": max(finished) - started if finished and started else 0.0,
     }
 
@@ -100,7 +108,8 @@ def spent_text(state: dict[str, Any]) -> str:
     s = spent(state)
     return (
         f"{s['llm_calls']:.0f} LLM calls, {s['input_tokens']:.0f} tokens in, {s['output_tokens']:.0f} tokens out; "
-        f"{s['verify_s']:.1f} s in the verifier; {s['wall_s']:.0f} s wall"
+        f"{s['verify_s']:.1f} s in the verifier; {s['tune_s']:.1f} s in the tuner ({s['tune_variants']:.0f} "
+        f"variants, no LLM call); {s['wall_s']:.0f} s wall"
     )
 
 

@@ -155,6 +155,15 @@ def _prebuild(problem_path: str, codes: list[str], ctx: Context) -> list[str]:
         return list(pool.map(one, codes))
 
 
+def _time_left(sweep: dict[str, Any]) -> bool:
+    """Whether another variant fits the budget: the seconds spent plus the median variant's so far
+    (a variant's verification takes 1-20 s here, most of it under load), so a sweep ends before
+    the budget rather than one long variant after it."""
+    walls = sorted(float(t["wall_s"]) for t in sweep["trials"])
+    expected = walls[len(walls) // 2] if walls else 0.0
+    return sweep["spent_s"] + expected < sweep["budget_s"]
+
+
 def _step(state: PragmaState, ctx: Context, sweep: dict[str, Any]) -> dict[str, Any]:
     """One unit of work: build a dimension's variants, time one variant, or run the gate."""
     base = state["candidate"]
@@ -164,9 +173,14 @@ def _step(state: PragmaState, ctx: Context, sweep: dict[str, Any]) -> dict[str, 
         codes = [tunables.variant(base["code"], _point_with(sweep, v)) for v in values]
         sweep["built"] = dict(zip(values, _prebuild(path, codes, ctx), strict=True))
         sweep["phase"] = "time"
+        failed = [v for v, status in sweep["built"].items() if status != "ok"]
+        name = sweep["dims"][sweep["dim"]]["name"].removeprefix("build:")
+        sweep["last"] = f"built {len(values)} variant(s) of {name}" + (
+            f" ({len(failed)} failed to build: {', '.join(failed)}; skipped)" if failed else ""
+        )
         return sweep
     if sweep["phase"] == "time":
-        value = next_value(sweep) if sweep["spent_s"] < sweep["budget_s"] else None
+        value = next_value(sweep) if _time_left(sweep) else None
         if value is None:
             sweep["dim"] += 1
             sweep["direction"], sweep["built"] = "up", {}
@@ -195,6 +209,10 @@ def _step(state: PragmaState, ctx: Context, sweep: dict[str, Any]) -> dict[str, 
         )
         if improved:
             sweep["point"], sweep["point_speedup"] = params, speedup
+        how = f"{speedup:.3f}x" if res["status"] == "ok" else res["status"]
+        sweep["last"] = f"{d['name'].removeprefix('build:')}={value}: {how} in {float(res['wall_s']):.1f} s" + (
+            ", better" if improved else ", not better"
+        )
         return sweep
     # phase gate: the winner is verified like any candidate, against what will be the best.
     defaults = {d["name"]: d["default"] for d in sweep["dims"]}
@@ -216,6 +234,10 @@ def _step(state: PragmaState, ctx: Context, sweep: dict[str, Any]) -> dict[str, 
         )
         sweep["gate"] = {"result": res, "against": "candidate" if gate_best == base["code"] else "best"}
     sweep["phase"], sweep["done"] = "done", True
+    gate = sweep["gate"]
+    sweep["last"] = f"winner {tunables.describe(sweep['point'], sweep['dims'])} ({sweep['point_speedup']:.3f}x): " + (
+        gate["result"]["acceptance"] if "result" in gate else gate["acceptance"]
+    )
     return sweep
 
 

@@ -139,3 +139,109 @@ def test_routing_sends_a_tunable_candidate_to_the_tuner_once():
 def test_tuned_children_do_not_count_as_written_candidates():
     state = {"iteration": 3, "attempts": [{"origin": "initial"}, {"origin": "tune"}, {"origin": "refine"}]}
     assert candidates_written(state) == 2
+
+
+def _tuned_state() -> dict:
+    attempt = {"status": "ok", "speedup": 1.0, "runtime_ms": 1.0, "ref_runtime_ms": 1.0, "max_abs_diff": 0.0}
+    trials = [
+        {
+            "dim": "PASSES",
+            "value": "4",
+            "status": "ok",
+            "speedup": 0.5,
+            "runtime_ms": 2.0,
+            "wall_s": 3.0,
+            "improved": True,
+        },
+        {
+            "dim": "build:unroll",
+            "value": "on",
+            "status": "compile_error",
+            "speedup": 0.0,
+            "runtime_ms": 0.0,
+            "wall_s": 1.5,
+            "improved": False,
+        },
+    ]
+    return {
+        "problem": {"path": "p.py", "name": "p"},
+        "iteration": 2,
+        "attempts": [
+            {**attempt, "iteration": 1, "origin": "initial", "parent": 0, "speedup": 0.1},
+            {
+                **attempt,
+                "iteration": 2,
+                "origin": "tune",
+                "parent": 1,
+                "guidance": "tuner: PASSES=4",
+                "variants_timed": 2,
+                "sweep_s": 7.5,
+                "is_new_best": True,
+                "params": {"PASSES": "4"},
+            },
+        ],
+        "best": {"iteration": 2, "speedup": 1.0, "runtime_ms": 1.0, "ref_runtime_ms": 1.0, "code": "x"},
+        "sweeps": [
+            {
+                "parent": 1,
+                "dims": [{"name": "PASSES", "default": "16"}, {"name": "build:unroll", "default": "off"}],
+                "trials": trials,
+                "base_speedup": 0.1,
+                "winner": {"PASSES": "4", "build:unroll": "off"},
+                "winner_speedup": 0.5,
+                "spent_s": 7.5,
+                "budget_s": 60.0,
+                "gate": "accepted: faster than the best",
+                "child": 2,
+                "accepted": True,
+            },
+        ],
+        "usage": {"llm_calls": 1},
+    }
+
+
+def test_report_and_lineage_show_the_sweep_and_the_tuned_child():
+    from pragma.graph import lineage
+    from pragma.graph.report import render_report, spent
+
+    state = _tuned_state()
+    text = render_report(state, Context(), "t")
+    assert "## Tuner sweeps" in text
+    assert "Sweep of #1: 2 variants in 7.5 s (budget 60 s); base 0.100x, winner PASSES=4 0.500x; tuned child #2" in text
+    assert "| PASSES | 4 | ok | 0.500x | 2.0000 | 3.0 | yes |" in text
+    assert "| unroll | on | compile_error |  |  | 1.5 | no |" in text
+    assert "#2 tune (PASSES=4; 2 variants, 8 s) · ok 1.000x · the best" in "\n".join(lineage.render_text(state))
+    assert spent(state)["tune_s"] == 7.5 and "7.5 s in the tuner (2 variants" in text
+    page = lineage.render_html(state, "t")
+    assert "<h2>Tuner sweeps</h2>" in page and "<td>compile_error</td>" in page
+
+
+def test_eval_counts_tuner_seconds_apart_from_llm_calls():
+    from pragma.eval import metrics
+
+    rows = [
+        {
+            "problem": "a",
+            "mode": "pragma",
+            "category": "x",
+            "status": "finished",
+            "solved": 1,
+            "best_speedup": 2.0,
+            "llm_calls": 3,
+            "tune_s": 40.0,
+            "wall_s": 100.0,
+        },
+        {
+            "problem": "b",
+            "mode": "pragma",
+            "category": "x",
+            "status": "finished",
+            "solved": 1,
+            "best_speedup": 1.0,
+            "llm_calls": 1,
+            "tune_s": 0.0,
+            "wall_s": 20.0,
+        },
+    ]
+    s = metrics.summarize(metrics.outcomes(rows, [("a", "x"), ("b", "x")], ["pragma"]))
+    assert s["tune_s_per_problem"] == 20.0 and s["llm_calls_per_problem"] == 2.0
