@@ -13,13 +13,14 @@ kernel's output is first compared with the reference computed in float64.
 
 Shapes: the CPU suite's problems where it has the operator (eval/suites/cpu, eval/suites/examples),
 else a KernelBench level-1 operator written here at the size eval/suites/overrides gives level 1 on
-CPU (batch 8-1024 rows of 4096, 256 x 256 x 255 reductions). The vector width is read from the
+CPU (8 rows of 4096, 8 x 256 x 255 reductions, 1024 x 1024 for the hinge loss). The vector width is read from the
 built kernel's machine code (objdump: zmm = 512-bit, ymm = 256-bit registers in use).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -41,18 +42,98 @@ ROOT = Path(__file__).resolve().parent
 SUITE = ROOT / "suites" / "cpu"
 EXAMPLES = ROOT / "suites" / "examples"
 
-# KernelBench level-1 operators the suites lack, at the overrides' CPU sizes (batch_size 8,
-# dim1 256, dim2 255, rows of 4096; the hinge loss's 1024 x 1024). Written for this bench in
-# KernelBench's format.
-_HEAD = "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n"
-_NO_INIT = "\n\ndef get_init_inputs():\n    return []\n"
-EXTRA: dict[str, str] = {
-    "kb_sum_dim1": _HEAD + "class Model(nn.Module):\n    def __init__(self, dim):\n        super().__init__()\n"
-    "        self.dim = dim\n\n    def forward(self, x):\n        return torch.sum(x, dim=self.dim, keepdim=True)\n\n\n"
-    "def get_inputs():\n    return [torch.rand(8, 256, 255)]\n\n\ndef get_init_inputs():\n    return [1]\n",
+# KernelBench level-1 operators the suites lack, at the sizes eval/suites/overrides gives level 1 on
+# CPU (batch_size 8, dim1 256, dim2 255, input_shape (4096,), features 32, sequence_length 512,
+# height and width 32, num_classes 64; the hinge loss's 1024 x 1024), in KernelBench's format.
+# label -> (constructor parameters, constructor values, forward's parameters, its return, inputs)
+_KB: dict[str, tuple[str, str, str, str, str]] = {
+    "kb_sum_dim1": ("dim", "1", "x", "torch.sum(x, dim=self.dim, keepdim=True)", "torch.rand(8, 256, 255)"),
+    "kb_mean_dim1": ("dim", "1", "x", "torch.mean(x, dim=self.dim)", "torch.rand(8, 256, 255)"),
+    "kb_min_dim1": ("dim", "1", "x", "torch.min(x, dim=self.dim)[0]", "torch.rand(8, 256, 255)"),
+    "kb_argmax_dim1": ("dim", "1", "x", "torch.argmax(x, dim=self.dim)", "torch.rand(8, 256, 255)"),
+    "kb_instance_norm": (
+        "num_features",
+        "32",
+        "x",
+        "self.inorm(x)",
+        "torch.rand(8, 32, 32, 32)",
+    ),
+    "kb_mse": (
+        "",
+        "",
+        "predictions, targets",
+        "torch.mean((predictions - targets) ** 2)",
+        "torch.rand(8, 4096) * 0.7, torch.rand(8, 4096)",
+    ),
+    "kb_huber": (
+        "",
+        "",
+        "predictions, targets",
+        "F.smooth_l1_loss(predictions, targets)",
+        "torch.rand(8, 4096) * 0.7, torch.rand(8, 4096)",
+    ),
+    "kb_kl_div": (
+        "",
+        "",
+        "predictions, targets",
+        "F.kl_div(torch.log(predictions), targets, reduction='batchmean')",
+        "torch.rand(8, 4096).softmax(dim=-1), torch.rand(8, 4096).softmax(dim=-1)",
+    ),
+    "kb_cross_entropy": (
+        "",
+        "",
+        "predictions, targets",
+        "F.cross_entropy(predictions, targets)",
+        "torch.rand(8, 64), torch.randint(0, 64, (8,))",
+    ),
+    "kb_hinge": (
+        "",
+        "",
+        "predictions, targets",
+        "torch.mean(torch.clamp(1 - predictions * targets, min=0))",
+        "torch.rand(1024, 1024), torch.randint(0, 2, (1024,)).float() * 2 - 1",
+    ),
+    "kb_cosine_loss": (
+        "",
+        "",
+        "predictions, targets",
+        "torch.mean(1 - F.cosine_similarity(predictions, targets, dim=1))",
+        "torch.rand(8, 4096), torch.rand(8, 4096)",
+    ),
+    "kb_max_pool1d": (
+        "kernel_size, stride, padding, dilation",
+        "8, 1, 4, 3",
+        "x",
+        "self.pool(x)",
+        "torch.rand(8, 32, 512)",
+    ),
+    "kb_avg_pool2d": ("kernel_size", "11", "x", "self.pool(x)", "torch.rand(8, 16, 32, 32)"),
+    "kb_cumprod": ("dim", "1", "x", "torch.cumprod(x, dim=self.dim)", "torch.rand(8, 4096)"),
+}
+# The modules a few of them build in their constructor.
+_MODULES = {
+    "kb_instance_norm": "self.inorm = nn.InstanceNorm2d(num_features=num_features)",
+    "kb_max_pool1d": "self.pool = nn.MaxPool1d(kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation)",
+    "kb_avg_pool2d": "self.pool = nn.AvgPool2d(kernel_size=kernel_size)",
 }
 
 
+def _kernelbench_source(label: str) -> str:
+    params, values, args, ret, inputs = _KB[label]
+    init = [f"        self.{p.strip()} = {p.strip()}" for p in params.split(",") if p.strip()]
+    if label in _MODULES:
+        init = [f"        {_MODULES[label]}"]
+    return (
+        "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\n"
+        "class Model(nn.Module):\n"
+        f"    def __init__(self{', ' + params if params else ''}):\n        super().__init__()\n"
+        + "".join(line + "\n" for line in init)
+        + f"\n    def forward(self, {args}):\n        return {ret}\n\n\n"
+        f"def get_inputs():\n    return [{inputs}]\n\n\ndef get_init_inputs():\n    return [{values}]\n"
+    )
+
+
+@functools.cache
 def cases() -> dict[str, Path]:
     """label -> problem file: the suites' operators, then the extra KernelBench ones."""
     found = {
@@ -63,10 +144,22 @@ def cases() -> dict[str, Path]:
         "l2_normalize": SUITE / "l2_normalize.py",
         "batch_norm": SUITE / "batch_norm_train.py",
         "group_norm": SUITE / "group_norm.py",
+        "sum_dim": EXAMPLES / "sum_reduction.py",
+        "max_dim": SUITE / "max_reduction.py",
+        "argmin_dim": SUITE / "argmin.py",
+        "mean_hw": SUITE / "global_avg_pool.py",
+        "logsumexp": SUITE / "logsumexp.py",
+        "cross_entropy": SUITE / "cross_entropy_rows.py",
+        "smooth_l1": SUITE / "huber_elementwise.py",
+        "cosine_sim": SUITE / "cosine_similarity_rows.py",
+        "max_pool2d": SUITE / "max_pool2d.py",
+        "avg_pool1d": SUITE / "avg_pool1d.py",
+        "cumsum": SUITE / "cumsum.py",
+        "reverse_cumsum": SUITE / "reverse_cumsum.py",
     }
     tmp = Path(tempfile.mkdtemp(prefix="pragma-bench-rows-"))
-    for label, text in EXTRA.items():
-        (tmp / f"{label}.py").write_text(text)
+    for label in _KB:
+        (tmp / f"{label}.py").write_text(_kernelbench_source(label))
         found[label] = tmp / f"{label}.py"
     return found
 

@@ -293,7 +293,12 @@ SPELLED_OUT: dict[str, tuple[re.Pattern[str], tuple[str, ...]]] = {
 
 def lookup(source: str) -> list[tuple[str, str]]:
     """(name, definition) for every operator of FORMULAS that ``source`` calls, first mention first;
-    an operator it writes out (SPELLED_OUT) stands in for its parts, where the first of them was."""
+    an operator it writes out (SPELLED_OUT) stands in for its parts, where the first of them was.
+    Only Model's __init__ and forward count where the source has them: KernelBench's KL-divergence
+    problem draws its inputs with ``.softmax(dim=-1)`` in get_inputs, which is no operator to write."""
+    from pragma.knowledge.reductions import model_code
+
+    source = model_code(source) or source
     found: dict[str, str] = {}
     for m in _CALL.finditer(source):
         raw = m.group(1)
@@ -428,11 +433,17 @@ def channel_body(name: str, names: LoopNames = DEFAULT_NAMES, eps: str = "", gro
     return "\n".join([f"// {name} over the channels (dim 1) of {x}", *aliases, body])
 
 
-def render(source: str, names: LoopNames = DEFAULT_NAMES) -> str:
+def render(source: str, names: LoopNames = DEFAULT_NAMES, spec: dict | None = None) -> str:
     """The element-wise operators the problem names as C++ functions (one fenced block), the
-    row-wise and channel ones as whole kernel bodies in the signature's ``names``, or '' when it
-    names none this table knows."""
+    row-wise and channel ones as whole kernel bodies in the signature's ``names``, the reductions,
+    losses, pooling and scans of knowledge/reductions.py as whole bodies for the kernel ``spec``
+    (tools/glue.kernel_spec), or '' when it names none these tables know."""
     found = lookup(source)
+    extra = reduction_bodies(source, spec)
+    if extra:  # a reduction over a dim, written for the signature, not the row loop's row mean
+        found = [(name, text) for name, text in found if name != "mean"]
+    if spec and not _same_shape_out(spec):  # a row or channel body writes an output shaped as its input
+        found = [(name, text) for name, text in found if name not in CHANNEL_BODIES and name not in ROW_BODIES]
     elementwise = [name for name, _ in found if name in ELEMENTWISE]
     parts = []
     if elementwise:
@@ -440,7 +451,7 @@ def render(source: str, names: LoopNames = DEFAULT_NAMES) -> str:
         # that one operator alone.
         from pragma.knowledge import fast_forms
 
-        alone = not any(name in ROW_BODIES or name in CHANNEL_BODIES for name, _ in found)
+        alone = not extra and not any(name in ROW_BODIES or name in CHANNEL_BODIES for name, _ in found)
         parts.append(fast_forms.prompt_part(elementwise, source, names["x"], names["ndim"], names["out"], alone))
     eps = eps_of(source)
     bodies = [
@@ -448,17 +459,41 @@ def render(source: str, names: LoopNames = DEFAULT_NAMES) -> str:
         for name, _ in found
         if name in ROW_BODIES or name in CHANNEL_BODIES
     ]
+    bodies += [text for _, text in extra]
     if bodies:
         parts.append(
-            "Normalizations as the whole body of pragma_kernel, in your signature's names: paste it into your"
+            "The operator as the whole body of pragma_kernel, in your signature's names: paste it into your"
             " function and use the values forward() passes where they differ from the defaults:"
             "\n```cpp\n" + "\n".join(bodies) + "\n```"
         )
     return "\n".join(parts)
 
 
-def loop_bodied(source: str) -> bool:
+def _same_shape_out(spec: dict) -> bool:
+    """Whether the kernel's first output has its first input's shape."""
+    args = spec.get("args") or []
+    first = next((a for a in args if a["role"] == "input"), None)
+    out = next((a for a in args if a["role"] == "output"), None)
+    return bool(first and out and first.get("shape") == out.get("shape"))
+
+
+def reduction_bodies(source: str, spec: dict | None) -> list[tuple[str, str]]:
+    """(name, body) for each operator of knowledge/reductions.py the problem names whose body fits
+    the kernel ``spec``; none without a spec, and none where a row or channel body already gives
+    the problem's operator (an RMS norm's inner mean is that norm's)."""
+    from pragma.knowledge import reductions
+
+    if not spec or any(name in CHANNEL_BODIES or (name in ROW_BODIES and name != "mean") for name, _ in lookup(source)):
+        return []
+    found = [(name, reductions.body(name, source, spec)) for name in reductions.find(source)]
+    return [(name, text) for name, text in found if text]
+
+
+def loop_bodied(source: str, spec: dict | None = None) -> bool:
     """Whether the problem names an operator its prompt gives as a whole loop (over rows or over
-    channels): its kernel system prompt shows a reduce-then-write loop, not the element-wise one
-    (the embedded model, shown the element-wise ReLU example beside batch_norm's body, wrote a ReLU)."""
-    return any(name in ROW_BODIES or name in CHANNEL_BODIES for name, _ in lookup(source))
+    channels, or a reduction written for the kernel ``spec``): its kernel system prompt shows a
+    reduce-then-write loop, not the element-wise one (the embedded model, shown the element-wise
+    ReLU example beside batch_norm's body, wrote a ReLU)."""
+    return any(name in ROW_BODIES or name in CHANNEL_BODIES for name, _ in lookup(source)) or bool(
+        reduction_bodies(source, spec)
+    )

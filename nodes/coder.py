@@ -137,7 +137,7 @@ def _formulas_section(problem: dict, spec: dict[str, Any] | None = None) -> str:
     loops are written in the names of the kernel ``spec``'s signature."""
     from pragma.knowledge import formulas
 
-    text = formulas.render(problem.get("source") or "", _loop_names(spec) if spec else formulas.DEFAULT_NAMES)
+    text = formulas.render(problem.get("source") or "", _loop_names(spec) if spec else formulas.DEFAULT_NAMES, spec)
     return prompts.FORMULAS_SECTION.format(formulas=text) if text else ""
 
 
@@ -162,12 +162,12 @@ def _loop_names(spec: dict[str, Any]) -> LoopNames:
     )
 
 
-def _kernel_system(problem: dict) -> str:
+def _kernel_system(problem: dict, spec: dict[str, Any] | None = None) -> str:
     """The kernel-format system prompt: no example kernel where <formulas> gives the whole loop,
     else the element-wise example (a small model copies the example whatever the prompt says)."""
     from pragma.knowledge import formulas
 
-    given = formulas.loop_bodied(problem.get("source") or "")
+    given = formulas.loop_bodied(problem.get("source") or "", spec)
     return prompts.CODER_SYSTEM_KERNEL_GIVEN if given else prompts.CODER_SYSTEM_KERNEL
 
 
@@ -220,7 +220,7 @@ def coder(state: PragmaState, runtime: Runtime[Context]) -> dict:
         # model copies the code it read last, and the memory's kernels are other operators).
         human += _formulas_section(problem, spec)
     # The backend decides the kernel language (C++ on cpu, Triton on gpu); the templates are shared.
-    system = _kernel_system(problem) if fmt == "kernel" else backend_for(ctx).coder_system
+    system = _kernel_system(problem, spec) if fmt == "kernel" else backend_for(ctx).coder_system
     human = budget.fit(
         system, human, budget.budget_for(ctx.prompt_budget_tokens, llm.is_local(chat.model_spec("coder", ctx), "coder"))
     )
