@@ -196,10 +196,12 @@ def _mix_signs(t: torch.Tensor, structure: str, gen: torch.Generator) -> torch.T
     return flip.to(t.dtype).mul_(-2.0).add_(1.0).mul_(t)
 
 
-def _magnitudes(shape: torch.Size, gen: torch.Generator, decades: float) -> torch.Tensor:
-    """Per element ±10^u, u uniform in [-decades, decades] (float64: exact enough to scale by)."""
-    u = torch.rand(shape, generator=gen, dtype=torch.float64).mul_(2 * decades).sub_(decades)
-    return torch.pow(10.0, u).mul_(torch.where(_flip(shape, gen), -1.0, 1.0))
+def _magnitudes(shape: torch.Size, gen: torch.Generator, decades: float, dtype: torch.dtype) -> torch.Tensor:
+    """Per element ±10^u, u uniform in [-decades, decades], in ``dtype`` (float32 for a float32
+    input: ~0.25 s for 8M elements on one core where float64 and pow took ~1 s)."""
+    ln10 = math.log(10.0)
+    factor = torch.rand(shape, generator=gen, dtype=dtype).mul_(2 * decades * ln10).sub_(decades * ln10).exp_()
+    return factor.mul_(_flip(shape, gen).to(dtype).mul_(-2.0).add_(1.0))
 
 
 def _wide_range(t: torch.Tensor, structure: str, gen: torch.Generator) -> torch.Tensor | None:
@@ -210,12 +212,12 @@ def _wide_range(t: torch.Tensor, structure: str, gen: torch.Generator) -> torch.
         return None
     if structure == "positive definite":
         # D·A·D with D = diag(±10^u): congruent to A, so still symmetric positive definite.
-        d = _magnitudes(t.shape[:-1], gen, WIDE_DECADES / 2)
+        d = _magnitudes(t.shape[:-1], gen, WIDE_DECADES / 2, torch.float64)
         return t.double().mul_(d.unsqueeze(-1)).mul_(d.unsqueeze(-2)).to(t.dtype)
-    factor = _magnitudes(t.shape, gen, WIDE_DECADES)
+    factor = _magnitudes(t.shape, gen, WIDE_DECADES, t.dtype if t.dtype.itemsize >= 4 else torch.float32)
     if structure == "symmetric":
         factor = torch.triu(factor) + torch.triu(factor, 1).mT  # the mirror of the upper triangle
-    return t.double().mul_(factor).to(t.dtype)  # zeros stay zero: triangles and diagonals survive
+    return factor.mul_(t).to(t.dtype)  # zeros stay zero: triangles and diagonals survive
 
 
 def _rows_from_logits(t: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
