@@ -9,9 +9,10 @@ from torch import nn
 CPP_SOURCE = r"""
 #include <algorithm>
 #include <cstdint>
-// C[M,N] = A[M,K] @ B[K,N] (row-major), optionally + bias[N]. Each 4 x 64 tile of C is
+// C[M,N] = A[M,K] @ B[K,N] (row-major), optionally + bias[N]. Each MR x NR tile of C is
 // accumulated in registers over the whole K loop and written once.
-constexpr int64_t MR = 4, NR = 64;
+constexpr int64_t MR = 4;   // tune: 2 4 8
+constexpr int64_t NR = 64;  // tune: 16 32 64 128
 extern "C" void gemm(const float* A, const float* B, const float* bias, float* C,
                      int64_t batch, int64_t M, int64_t K, int64_t N) {
     const int64_t strips = (M + MR - 1) / MR, panels = (N + NR - 1) / NR;
