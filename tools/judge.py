@@ -367,6 +367,8 @@ class Judge:
         self.spots: dict[str, Any] = {}
         self.spot_escalations = 0
         self.spot_ns: list[int] = []  # the judge's read inside each timed window (its cost)
+        self.spot_count = peek.SPOT_MIN  # elements per output; set from the reference's warm-up calls
+        self.warm_ms: list[float] = []  # the reference's warm-up call times (ms)
         self.affine: list[bool] | None = None  # per output: is the reference affine in its inputs (_affine)
         self.precise_info: dict[str, Any] = {}  # float64 re-judgements: calls, accepted, seconds, affine
 
@@ -934,7 +936,7 @@ class Judge:
         return (t1 - t0) / 1e6, rep
 
     def _spot_read(self, role: str, rep: dict[str, Any]) -> None:
-        """``peek.SPOT_ELEMENTS`` elements of each output at this round's secret positions, read by
+        """``self.spot_count`` elements of each output at this round's secret positions, read by
         the judge from the runner's memory before the clock stops (nothing the runner runs is
         involved: a page it left unwritten or protected is read as it is, or not at all)."""
         if self.spot_unit is None:
@@ -1112,6 +1114,7 @@ class Judge:
             self._check_scheduling("before the timed rounds")
             kids0 = {h.pid: child_ticks(h.pid) for h in self.runners.values()}
             warm, warmup_elapsed_s = self._warm_up(roles, masters)
+            self.spot_count = self._spot_count()
             null_ms = self.null_round_trip_ms()
             samples: dict[str, list[float]] = {r: [] for r in roles}
             audited: list[int] = []
@@ -1173,7 +1176,7 @@ class Judge:
             "recorded_calls": sorted(recorded),
             "fresh_inputs": fresh_mode,
             "fresh_inputs_ms_per_round": statistics.median(plans.ms) if plans is not None and plans.ms else 0.0,
-            "spot_reads": f"{peek.SPOT_ELEMENTS} elements per output of every timed call, read by the judge "
+            "spot_reads": f"{self.spot_count} elements per output of every timed call, read by the judge "
             f"inside the timed window; {self.spot_escalations} round(s) sent to a full audit"
             if self.device == "cpu"
             else "off (device outputs: audited rounds are fetched by the runner)",
@@ -1206,6 +1209,7 @@ class Judge:
             self._new_spots()
             for role in roles[warm % len(roles) :] + roles[: warm % len(roles)]:
                 times[role].append(self.timed_call(role)[0])
+            self.warm_ms = times["reference"]
             self._spot_check(roles, masters, -1 - warm)
             warm += 1
         return warm, (perf_counter_ns() - t_start) / 1e9
@@ -1316,13 +1320,18 @@ class Judge:
                 return i - first + 1
         return len(rounds)
 
+    def _spot_count(self) -> int:
+        """Spot elements per output worth ``peek.SPOT_BUDGET`` of the reference's median warm-up call
+        (the read costs every implementation the same; kept small beside the call it closes)."""
+        ref_ms = statistics.median(self.warm_ms) if self.warm_ms else 0.0
+        n = int(peek.SPOT_BUDGET * ref_ms * 1e3 / peek.SPOT_READ_US)
+        return max(peek.SPOT_MIN, min(peek.SPOT_MAX, n))
+
     def _new_spots(self) -> None:
         """This round's secret spot positions (fractions of each output's size), host outputs only."""
         self.spots = {}
         self.spot_unit = (
-            torch.rand(peek.SPOT_ELEMENTS, dtype=torch.float64, generator=self.spot_gen)
-            if self.device == "cpu"
-            else None
+            torch.rand(self.spot_count, dtype=torch.float64, generator=self.spot_gen) if self.device == "cpu" else None
         )
 
     def _draw(self, early: range, rounds: range, n_early: int, n: int) -> set[int]:
