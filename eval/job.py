@@ -201,7 +201,7 @@ def _run_agents(spec: JobSpec, db: ResultsDB) -> str:
                     if node in ("verifier", "verify_next") and isinstance(update, dict) and update.get("attempts"):
                         result = update.get("verification") or {}
                         cis[int(update["attempts"][0]["iteration"])] = _ci(result)
-                    if node in ("verifier", "verify_next", "repair", "conductor", "coder", "expand", "review"):
+                    if node in ("verifier", "verify_next", "repair", "conductor", "coder", "expand", "review", "tune"):
                         _sync(db, spec, app.get_state(config).values, cis)
         state = app.get_state(config).values
     _sync(db, spec, state, cis)
