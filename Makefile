@@ -99,6 +99,7 @@ bench: setup
 	$(BIN)/python -m pragma.eval.bench_compile
 	$(BIN)/python -m pragma.eval.bench_profiler
 	$(BIN)/python -m pragma.eval.bench_verifier
+	$(BIN)/python -m pragma.eval.bench_fast_rows
 
 # Knowledge store: recall@3 on engineers' questions and the seed build time on this machine.
 bench-retrieval: setup

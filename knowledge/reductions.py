@@ -26,8 +26,8 @@ from typing import Any
 
 # exp(v) for v <= 0 and log(v) in float, branch-free so the loops that call them vectorize (g++
 # calls glibc's scalar expf/logf once per element otherwise). exp: Cephes' degree-6 polynomial on
-# v - k ln2 times 2^k built in the exponent bits (about 1 ulp); log: the mantissa in
-# [sqrt(1/2), sqrt(2)) and Cephes' degree-8 polynomial (about 1 ulp), -inf at 0, NaN below 0.
+# v - k ln2 times 2^k built in the exponent bits (about 1 ulp); log (v > 0 only): the mantissa in
+# [sqrt(1/2), sqrt(2)) and Cephes' degree-8 polynomial (about 1 ulp).
 EXP_NEG = """auto exp_neg = [](float v) {  // exp(v) for v <= 0, vectorizable
     v = v < -87.0f ? -87.0f : v;
     const float k = (v * 1.44269504f + 12582912.0f) - 12582912.0f;  // round(v / ln2)
@@ -44,20 +44,16 @@ EXP_NEG = """auto exp_neg = [](float v) {  // exp(v) for v <= 0, vectorizable
     __builtin_memcpy(&two_k, &bits, sizeof two_k);  // no header needed
     return p * two_k;
 };"""
-LOG_POS = """auto log_f = [](float v) {  // log(v), vectorizable: -inf at 0, NaN below 0
+LOG_POS = """auto log_f = [](float v) {  // log(v) for v > 0, vectorizable (log_f(0) is -88, not -inf)
+    // Integers only, no select (a float ?: or a bool-to-float left AVX2 builds scalar): the offset
+    // moves the mantissa's range to [sqrt(1/2), sqrt(2)), log's polynomial range, as musl's logf.
     int32_t bits;
     __builtin_memcpy(&bits, &v, sizeof bits);
-    float e = (float)(((bits >> 23) & 255) - 127);  // the binary exponent (normal v)
-    bits = (bits & 0x007fffff) | 0x3f800000;  // the mantissa, in [1, 2)
+    bits += 0x3f800000 - 0x3f3504f3;
+    const float e = (float)((bits >> 23) - 127);  // the binary exponent
+    bits = (bits & 0x007fffff) + 0x3f3504f3;
     float m;
     __builtin_memcpy(&m, &bits, sizeof m);
-    // Into [sqrt(1/2), sqrt(2)), log's polynomial range. Every value is computed before it is
-    // selected: g++ (with -ftrapping-math, its default) keeps a branch around arithmetic in a
-    // ternary's arm, and a branch stops the loop from vectorizing.
-    const float half = m * 0.5f, e1 = e + 1.0f;
-    const bool big = m > 1.41421356f;
-    m = big ? half : m;
-    e = big ? e1 : e;
     const float f = m - 1.0f, z = f * f;
     float p = 7.0376836292e-2f;
     p = p * f - 1.1514610310e-1f;
@@ -68,8 +64,7 @@ LOG_POS = """auto log_f = [](float v) {  // log(v), vectorizable: -inf at 0, NaN
     p = p * f + 2.0000714765e-1f;
     p = p * f - 2.4999993993e-1f;
     p = p * f + 3.3333331174e-1f;
-    const float r = f + (p * f * z - 0.5f * z - e * 2.12194440e-4f) + e * 0.693359375f;
-    return v > 0.0f ? r : (v == 0.0f ? -INFINITY : NAN);
+    return f + (p * f * z - 0.5f * z - e * 2.12194440e-4f) + e * 0.693359375f;
 };"""
 
 # --- finding the operators --------------------------------------------------------------------
@@ -397,12 +392,26 @@ def _elementwise_loss(
     elif name == "smooth_l1_loss":
         beta = float(beta if beta is not None else 1.0)
         prep = [f"const float beta = {beta!r}f;  // smooth_l1_loss's beta"]
-        term = "std::fabs(a - b) < beta ? 0.5f * (a - b) * (a - b) / beta : std::fabs(a - b) - 0.5f * beta"
+        # Branch-free (a float ?: with arithmetic in an arm stays scalar on AVX2: g++ will not compute
+        # the arm speculatively): with c = min(|d|, beta), 0.5 c^2 / beta + (|d| - c).
+        prep.append(
+            "auto loss = [beta](float a, float b) {\n"
+            "    const float d = std::fabs(a - b), c = std::min(d, beta);\n"
+            "    return 0.5f * c * c / beta + (d - c);  // |d| < beta: 0.5 d^2 / beta, else |d| - beta / 2\n"
+            "};"
+        )
+        term = "loss(a, b)"
         what = "0.5 d^2 / beta where |d| < beta, else |d| - beta / 2"
     elif name == "huber_loss":
         beta = float(beta if beta is not None else 1.0)
         prep = [f"const float delta = {beta!r}f;  // huber_loss's delta"]
-        term = "std::fabs(a - b) <= delta ? 0.5f * (a - b) * (a - b) : delta * (std::fabs(a - b) - 0.5f * delta)"
+        prep.append(
+            "auto loss = [delta](float a, float b) {  // branch-free, as smooth_l1_loss's\n"
+            "    const float d = std::fabs(a - b), c = std::min(d, delta);\n"
+            "    return 0.5f * c * c + delta * (d - c);  // |d| <= delta: 0.5 d^2, else delta (|d| - delta / 2)\n"
+            "};"
+        )
+        term = "loss(a, b)"
         what = "0.5 d^2 where |d| <= delta, else delta (|d| - delta / 2)"
     elif name == "kl_div":
         logged = bool(re.search(r"kl_div\s*\(\s*torch\.log\s*\(", source))
@@ -410,13 +419,12 @@ def _elementwise_loss(
             return ""
         prep = [LOG_POS]
         inp = "log_f(a)" if logged else "a"
-        prep.append(
-            f"auto kl = [&](float a, float b) {{ const float t = b * (log_f(b) - {inp}); return b > 0.0f ? t : 0.0f; }};"
-        )
-        term = "kl(a, b)"
+        # A target of 0 adds 0, as torch's xlogy: log_f(0) is finite, so 0 * (log_f(0) - input) is 0
+        # (no select: a ?: or std::max with a constant left the AVX2 build scalar).
+        term = f"b * (log_f(b) - {inp})"
         what = f"target * (log(target) - {'log(input)' if logged else 'input'}), 0 where target is 0"
     else:  # hinge
-        term = "1.0f - a * b > 0.0f ? 1.0f - a * b : 0.0f"
+        term = "std::max(1.0f - a * b, 0.0f)"
         what = "max(1 - pred * target, 0)"
     rows, n = _dims(xn, 0, ndim - 1), f"{xn}_dim{ndim - 1}"
     head = [
