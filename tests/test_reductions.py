@@ -182,3 +182,43 @@ def test_each_operator_is_found_where_the_problem_names_it_and_nowhere_else():
     same = {"args": [x, {"role": "output", "name": "out0", "dtype": "float32", "shape": [4, 8]}]}
     assert reductions.body("mean", l1, same) == ""  # the output is not the mean's: no body, no promise
     assert formulas.reduction_bodies(l1, same) == []
+
+
+# Scans carry a dependency from one element to the next: their form interleaves rows in scalar
+# code (no vector form g++ finds), so only they may build without packed vector instructions.
+SCALAR_BY_DESIGN = {"cumsum", "reverse_cumsum", "kb_cumprod"}
+
+
+def _has_avx2() -> bool:
+    try:
+        return " avx2" in Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("g++") is None or shutil.which("objdump") is None, reason="needs g++ and objdump")
+@pytest.mark.skipif(not _has_avx2(), reason="the AVX2 build needs an x86 CPU with AVX2")
+@pytest.mark.parametrize("label", CASES)
+def test_each_fast_form_is_vector_code_on_an_avx2_build_too(label, tmp_path, monkeypatch):
+    # The other machine kind: -mno-avx512f on top of the verifier's flags is what g++ makes of the
+    # body on an AVX2 machine. A float ?: with arithmetic in an arm, std::max against a constant or
+    # a bool turned into a float kept whole loops scalar there while AVX-512 masked them.
+    from pragma.tools import cext
+
+    monkeypatch.setenv("PRAGMA_BUILD_DIR", str(tmp_path))
+    path = bench.cases()[label]
+    source = Path(path).read_text()
+    scope: dict[str, Any] = {"__name__": f"case_{label}"}
+    exec(compile(source, str(path), "exec"), scope)  # noqa: S102 - the project's own problem text
+    init = scope["get_init_inputs"]()
+    reference = scope["Model"](*init)
+    inputs = scope["get_inputs"]()
+    with torch.no_grad():
+        spec = _spec(source, reference, inputs, init, reference(*inputs))
+    block = coder._formulas_section({"source": source}, spec).split("```cpp\n", 1)[1].split("```", 1)[0]
+    cpp = glue.with_standard_headers(f"{glue.prototype(spec).rstrip().removesuffix(';')} {{\n{block}}}\n")
+    width = bench.vector_width(cext.build_cpp(cpp, extra_flags=("-mno-avx512f",), name=f"avx2_{label}"))
+    if label in SCALAR_BY_DESIGN:
+        return
+    assert width.startswith("ymm"), f"{label}: the AVX2 build's widest packed vectors are {width}"
