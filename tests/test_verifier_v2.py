@@ -3,6 +3,7 @@ the compute roof, sequential acceptance. Real sandbox, real g++, real runner pro
 """
 
 import os
+import re
 
 import pytest
 import torch
@@ -69,7 +70,7 @@ def test_audited_and_recorded_calls_are_listed(isolated_data_dir):
     assert max(audited + recorded) == timed + len(recorded) - 1  # the last round is always audited
     assert result["fresh_inputs"].startswith("1 input(s) every element a fresh draw")  # issue 33
     assert result["fresh_inputs_ms_per_round"] > 0
-    assert result["spot_reads"].startswith("256 elements per output of every timed call")
+    assert re.match(r"\d+ elements per output of every timed call", result["spot_reads"]), result["spot_reads"]
     assert 0 < result["spot_read_ms_per_call"] < 5
     assert 0 < result["null_round_trip_ms"] < 5
     check = {c["rule"]: c for c in result["checks"]}
