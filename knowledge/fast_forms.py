@@ -108,27 +108,26 @@ static inline float pragma_log1p(float y) {
 }""",
     ),
     "pragma_tanh": (
-        ("pragma_expm1",),
-        """// tanh(x) = (e^2x - 1) / (e^2x + 1); |x| clamped to 9, where tanh rounds to +-1
+        ("pragma_select",),
+        """// tanh(x) = x P(x^2) / Q(x^2) for |x| < 9 (a rational fitted here: relative error < 4e-7), +-1 beyond
 static inline float pragma_tanh(float x) {
-    x = pragma_select(x > 9.0f, 9.0f, x);
-    x = pragma_select(x < -9.0f, -9.0f, x);
-    const float e = pragma_expm1(2.0f * x);
-    return e / (e + 2.0f);
+    const float z = x * x;
+    const float p = (((1.335512198e-08f * z + 2.060945245e-05f) * z + 3.495612356e-03f) * z + 1.338104666e-01f) * z
+                    + 9.999999796e-01f;
+    const float q = (((7.776757784e-07f * z + 3.285673199e-04f) * z + 2.587707627e-02f) * z + 4.671436230e-01f) * z + 1.0f;
+    return pragma_select(std::fabs(x) < 9.0f, x * p / q, pragma_select(x < 0.0f, -1.0f, 1.0f));
 }""",
     ),
     "pragma_erf": (
-        ("pragma_exp",),
-        """// erf: |x| < 1: x * P(x^2); else 1 - e^(-x^2) * Q(1 / (1 + |x|/2)); |x| clamped to 4, where erf rounds to +-1
+        ("pragma_select",),
+        """// erf(x) = x P(x^2) / Q(x^2) for |x| < 3.92 (a rational fitted here: error < 4e-7), +-1 beyond
 static inline float pragma_erf(float x) {
-    const float a = pragma_select(std::fabs(x) > 4.0f, 4.0f, std::fabs(x)), z = a * a;
-    const float s = (((((7.889285444e-05f * z - 8.020894926e-04f) * z + 5.189542003e-03f) * z - 2.685444856e-02f) * z
-                      + 1.128360029e-01f) * z - 3.761262715e-01f) * z + 1.128379166e+00f;
-    const float t = 1.0f / (1.0f + 0.5f * a);
-    const float q = ((((-2.144743707e-01f * t + 5.937726792e-01f) * t - 1.973183282e-02f) * t + 3.736849371e-01f) * t
-                     + 2.656236156e-01f) * t + 1.220618606e-03f;
-    const float r = pragma_select(a < 1.0f, a * s, 1.0f - pragma_exp(-z) * q);
-    return pragma_select(x < 0.0f, -r, r);
+    const float z = x * x;
+    const float p = ((((1.974838923e-06f * z + 2.880396551e-04f) * z + 4.003577804e-03f) * z + 5.346726858e-02f) * z
+                     + 1.962474208e-01f) * z + 1.128378977e+00f;
+    const float q = ((((3.748086169e-05f * z + 1.216342938e-03f) * z + 1.544428628e-02f) * z + 1.164757792e-01f) * z
+                     + 5.072509080e-01f) * z + 1.0f;
+    return pragma_select(std::fabs(x) < 3.92f, x * p / q, pragma_select(x < 0.0f, -1.0f, 1.0f));
 }""",
     ),
 }
@@ -161,15 +160,7 @@ FAST: dict[str, tuple[tuple[str, ...], str]] = {
         ("pragma_expm1",),
         "const float e = alpha * pragma_expm1(v / alpha); return pragma_select(v > 0.0f, v, e);",
     ),
-    # gelu(v) = v * Phi(v), Phi(v) = h (v < 0) or 1 - h, h = erfc(|v|/sqrt2) / 2 = e^(-a^2) Q(1 / (1 + 0.45 a)) / 2:
-    # one exp, one polynomial (fitted: erf's absolute error < 5e-8, all gelu needs), no erf.
-    "gelu": (
-        ("pragma_exp",),
-        "const float a = std::fabs(v) * 0.70710678f, t = 1.0f / (1.0f + 0.45f * a);"
-        " const float q = ((((-2.616282050e-01f * t + 1.016167701e+00f) * t - 5.666399466e-01f) * t + 6.496289799e-01f) * t"
-        " + 1.516322979e-01f) * t + 1.083913266e-02f;"
-        " const float h = 0.5f * pragma_exp(-a * a) * q; return v * pragma_select(v < 0.0f, h, 1.0f - h);",
-    ),
+    "gelu": (("pragma_erf",), "return 0.5f * v * (1.0f + pragma_erf(v * 0.70710678f));"),
     "sigmoid": (("pragma_exp",), "return 1.0f / (1.0f + pragma_exp(-v));"),
     "silu": (("pragma_exp",), "return v / (1.0f + pragma_exp(-v));"),
     # tanh(log1p(e^v)) = n / (n + 2) with n = e^v (e^v + 2): one exp instead of exp, log1p and tanh.
@@ -226,14 +217,14 @@ FAST: dict[str, tuple[tuple[str, ...], str]] = {
 }
 
 # Extra functions after an operator's fast function, for what its arguments select: name -> (function's
-# name, the argument that selects it (a regex on the call), C++ function).
-VARIANTS: dict[str, tuple[str, str, str]] = {
-    # 0.5 v (1 + tanh(u)) = v * sigmoid(2u), u = sqrt(2/pi) (v + 0.044715 v^3): one exp, no tanh.
+# name, the argument that selects it (a regex on `name=value`), helpers it calls, C++ function).
+VARIANTS: dict[str, tuple[str, str, tuple[str, ...], str]] = {
     "gelu": (
         "gelu_tanh_fn",
         r"approximate\s*=\s*['\"]tanh['\"]",
+        ("pragma_tanh",),
         "static inline float gelu_tanh_fn(float v) {  // F.gelu(x, approximate='tanh')\n"
-        "    return v / (1.0f + pragma_exp(-1.5957691216f * (v + 0.044715f * v * v * v))); }",
+        "    return 0.5f * v * (1.0f + pragma_tanh(0.7978845608f * (v + 0.044715f * v * v * v)));\n}",
     ),
 }
 
@@ -250,7 +241,7 @@ def helpers_for(names: list[str] | tuple[str, ...]) -> list[str]:
         ordered.append(helper)
 
     for name in names:
-        for helper in FAST[name][0]:
+        for helper in FAST[name][0] + (VARIANTS[name][2] if name in VARIANTS else ()):
             add(helper)
     return ordered
 
@@ -287,7 +278,7 @@ def source_of(names: list[str] | tuple[str, ...]) -> str:
     for name in names:
         parts.append(fast_function(name))
         if name in VARIANTS:
-            parts.append(VARIANTS[name][2])
+            parts.append(VARIANTS[name][3])
     return "\n".join(parts)
 
 

@@ -24,7 +24,7 @@ def torch_extension_flags() -> list[str]:
     ]
 
 
-DEFAULT_FLAGS = ("-O3", "-march=native", "-fopenmp", "-std=c++17", "-fPIC")
+DEFAULT_FLAGS = ("-O3", "-march=native", "-mprefer-vector-width=512", "-fopenmp", "-std=c++17", "-fPIC")  # as cext
 
 
 def collect(
