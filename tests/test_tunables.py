@@ -245,3 +245,10 @@ def test_eval_counts_tuner_seconds_apart_from_llm_calls():
     ]
     s = metrics.summarize(metrics.outcomes(rows, [("a", "x"), ("b", "x")], ["pragma"]))
     assert s["tune_s_per_problem"] == 20.0 and s["llm_calls_per_problem"] == 2.0
+
+
+def test_the_conductor_can_ask_for_a_sweep_and_old_replies_still_parse():
+    from pragma.nodes.conductor import parse_guidance
+
+    assert parse_guidance('```json\n{"diagnosis": "d", "steps": [], "sweep": true}\n```').sweep is True
+    assert parse_guidance('```json\n{"diagnosis": "d", "steps": [], "stop": false}\n```').sweep is False
