@@ -100,6 +100,7 @@ bench: setup
 	$(BIN)/python -m pragma.eval.bench_profiler
 	$(BIN)/python -m pragma.eval.bench_verifier
 	$(BIN)/python -m pragma.eval.bench_fast_rows
+	$(BIN)/python -m pragma.eval.bench_fast_elementwise
 
 # Knowledge store: recall@3 on engineers' questions and the seed build time on this machine.
 bench-retrieval: setup
