@@ -31,6 +31,9 @@ CACHE_SCHEMA = """CREATE TABLE IF NOT EXISTS timings (
     machine TEXT, problem_sha TEXT, num_threads INTEGER, kind TEXT, result_json TEXT, measured_at REAL,
     PRIMARY KEY (machine, problem_sha, num_threads, kind))"""
 REFERENCE_TIMED_CALLS = 30
+# The cache kind of reference timings. ".v2": measured as the verifier measures the reference (issue
+# 33: eval/timing_worker.py); figures cached under "reference" by the old loop are not reused.
+REFERENCE_KIND = "reference.v2"
 COMPILE_TIMED_CALLS = 30
 
 
@@ -93,6 +96,7 @@ def _sandboxed(problem_path: str, mode: str, ctx: Context, timed_calls: int) -> 
         "atol": ctx.atol,
         "rtol": ctx.rtol,
         "warmup_calls": max(3, ctx.warmup_calls),
+        "warmup_s": ctx.warmup_s,
         "timed_calls": timed_calls,
     }
     outcome = sandbox.run_worker(
@@ -128,12 +132,12 @@ def ratio_ci(num_ms: list[float], den_ms: list[float], resamples: int = 1000, se
 
 def reference_timing(problem_path: str, problem_sha: str, ctx: Context) -> dict[str, Any]:
     """{"status": "ok", "ref_ms": median} (cached per machine), or a status with a reason."""
-    if (hit := cached(problem_sha, ctx.num_threads, "reference")) is not None:
+    if (hit := cached(problem_sha, ctx.num_threads, REFERENCE_KIND)) is not None:
         return {**hit, "cached": True}
     result = _sandboxed(problem_path, "reference", ctx, REFERENCE_TIMED_CALLS)
     result = {k: v for k, v in result.items() if k != "log_tail"}
     if result.get("status") == "ok":
-        _store(problem_sha, ctx.num_threads, "reference", result)
+        _store(problem_sha, ctx.num_threads, REFERENCE_KIND, result)
     return {**result, "cached": False}
 
 

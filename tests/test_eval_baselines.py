@@ -49,7 +49,7 @@ def test_reference_timing_is_cached_per_machine(small_problem):
     again = baselines.reference_timing(small_problem.path, small_problem.sha256, ctx)
     assert again["cached"] and again["ref_ms"] == first["ref_ms"]
     # Another thread count, or an edited problem (another hash), is another measurement.
-    assert baselines.cached(small_problem.sha256, ctx.num_threads + 1, "reference") is None
+    assert baselines.cached(small_problem.sha256, ctx.num_threads + 1, baselines.REFERENCE_KIND) is None
 
 
 @pytest.mark.integration

@@ -44,15 +44,17 @@ def test_steady_call_ms_keeps_a_slow_call_within_its_warmup_cap():
 @pytest.mark.timing
 @pytest.mark.parametrize("name", ["relu_slow_first_calls", "relu_kernelbench_64mib"])
 def test_start_of_run_reference_time_agrees_with_the_verifiers(monkeypatch, name):
-    """The start-of-run figure lies within the spread of the verifier's own reference samples (its
-    fastest, less the judge's round trip, / 1.5 to its 90th percentile x 1.5), for the same problem.
+    """The start-of-run figure lies within a factor 2 of the spread of the verifier's own reference
+    samples (its fastest, less the judge's null round trip, / 2 up to its 90th percentile x 2).
 
     relu_slow_first_calls: its first 12 calls sleep 40 ms; the probe before this change timed calls
-    5-11 and read ~40 ms where the verifier reads ~1-2 ms (it fails on that code at any load).
-    relu_kernelbench_64mib, the issue's case: the probe read 185 ms per call (load 0.7) and 13-30 ms
-    (load 6) where the verifier timed it at 5.6 ms and 7-25 ms. Not a fixed ratio of two medians:
-    they are measured seconds apart and at load 4-6 (other agents on the 2 cores) the same reference
-    read 8.7 ms in the probe against a verifier median of 22.6 ms whose own samples began at 7 ms."""
+    5-11 and read 44 ms where the verifier's samples ran 2.3-8.6 ms (load 6-7): it fails on that code. relu_kernelbench_64mib, the issue's case: the old probe read 185 ms per call (load 0.7),
+    13-389 ms (load 6-8) where the verifier timed it at 5.6 ms and 6-25 ms.
+    Why a factor 2 and the samples' spread, not a ratio of two medians: the verifier's timed window
+    also holds what only it pays (the judge's round trip, its read of 256 output elements before the
+    clock stops, inputs rewritten between rounds by another process): at 16 MB the probe read
+    1.32-1.38 ms and the verifier's fastest sample 2.27-2.35 ms (load 6-7); and at load 4-8 (other
+    agents on the 2 cores) the two, measured seconds apart, move independently."""
     for key, value in {"PRAGMA_WARMUP_CALLS": "5", "PRAGMA_WARMUP_S": "0.5", "PRAGMA_TIMED_CALLS": "30"}.items():
         monkeypatch.setenv(key, value)
     ctx = resolve_context()
@@ -68,8 +70,8 @@ def test_start_of_run_reference_time_agrees_with_the_verifiers(monkeypatch, name
     assert verified["status"] == "ok", verified["message"]
     samples = sorted(verified["samples_ms"]["reference"])
     # The verifier's samples include its judge's round trip to the runner; the probe's do not.
-    low = (samples[0] - verified["null_round_trip_ms"]) / 1.5
-    high = samples[int(0.9 * (len(samples) - 1))] * 1.5
+    low = (samples[0] - verified["null_round_trip_ms"]) / 2
+    high = samples[int(0.9 * (len(samples) - 1))] * 2
     start_ms = probed["ref_call_ms"]
     assert probed["ref_call_timing"]["samples"] >= 10
     assert low <= start_ms <= high, (
