@@ -148,11 +148,20 @@ def test_eval_check_prints_each_problem_and_fails_only_on_an_undecidable_or_brok
     assert lines["fraction_nonnegative"].endswith("decidable with the stress variants only")
     assert lines["relu_rand"].endswith("decidable")
     assert out.strip().splitlines()[-1] == (
-        "8 problems: 7 decidable (2 only with the stress variants), 1 not decidable, 0 failed to load"
+        "12 problems: 11 decidable (2 only with the stress variants), 1 not decidable, 0 failed to load"
     )
     figures = json.loads((tmp_path / "check.json").read_text())
     assert figures["symmetric_matmul"]["structures"] == ["symmetric", "symmetric"]
-    assert figures["symmetric_matmul"]["stress_used"] == ["negated", "scaled x1e-03", "scaled x1e+03", "mixed signs"]
+    assert figures["symmetric_matmul"]["stress_used"] == [
+        "negated",
+        "scaled x1e-03",
+        "scaled x1e+03",
+        "mixed signs",
+        "wide range",
+    ]
+    # Probability rows are never negated or scaled; other draws of the same structure stress them.
+    assert figures["soft_target_cross_entropy"]["structures"] == ["plain", "probability rows"]
+    assert {"sharper rows", "flatter rows", "one-hot rows"} <= set(figures["soft_target_cross_entropy"]["stress_used"])
 
     suite = tmp_path / "suite"
     suite.mkdir()
