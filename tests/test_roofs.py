@@ -62,6 +62,18 @@ def test_a_compute_figure_above_the_peak_is_a_measurement_problem():
     assert "compute roof" in roof["above_roof"] and "measurement problem" in roofline.render(roof)
 
 
+def test_a_gpu_figure_above_its_nominal_roof_is_a_measurement_problem():
+    from test_ncu import H100
+
+    from pragma.tools.profilers import gpu
+
+    cost = {"flops": 12.5e6, "min_bytes": 50e6}  # 50 MB element-wise, H100 nominal 3.35 TB/s
+    roof = gpu.roofline(cost, 50e6 / 4.0e12 * 1e3, H100, "float32")  # 4.0 TB/s: above the roof
+    assert roof["roofline_pct"] > 100 and "measurement problem" in roof["above_roof"]
+    assert "(above the roof: a measurement problem) of attainable" in gpu.render_roofline(roof)
+    assert "above_roof" not in gpu.roofline(cost, 50e6 / 2.3e12 * 1e3, H100, "float32")
+
+
 def test_streaming_stores_put_the_roof_at_the_level_the_inputs_fit():
     roof = roofline.compute(RELU_COST, STREAMING_RELU_MS, PEAK, 1, streaming_store_count=2)
     assert roof["roof_level"] == "L3" and roof["roof_gbs"] == 62.0

@@ -24,6 +24,7 @@ from typing import Any
 from pragma.graph.context import Context
 from pragma.tools import backends, gpu_spec, sandbox
 from pragma.tools.profilers import ncu
+from pragma.tools.profilers import roofline as cpu_roofline
 from pragma.tools.profilers.bottleneck import VOCABULARY, roofline_side
 from pragma.tools.profilers.metrics import metric
 from pragma.tools.verify import build_env, request_for
@@ -98,7 +99,7 @@ def roofline(op_cost: dict[str, Any] | None, per_call_ms: float, spec: dict[str,
         pct = 100.0 * achieved_gflops / attainable
     else:
         attainable, pct = 0.0, 100.0 * achieved_gbs / peak_gbs
-    return {
+    out = {
         "status": "ok",
         "flops": flops,
         "min_bytes": min_bytes,
@@ -116,6 +117,9 @@ def roofline(op_cost: dict[str, Any] | None, per_call_ms: float, spec: dict[str,
         "compute_roof": f"{key} {'tensor cores' if tensor else 'CUDA cores'}",
         "num_threads": 0,
     }
+    # Above 100% of a nominal peak is a measurement problem, as on CPU (roofline.above_roof).
+    problem = cpu_roofline.above_roof(out)
+    return {**out, "above_roof": problem} if problem else out
 
 
 def roofline_metrics(roof: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -135,9 +139,9 @@ def render_roofline(roof: dict[str, Any]) -> str:
         f"roofline: {roof['flops'] / 1e6:.4g} MFLOP ({roof['flops_method']}) and {roof['min_bytes'] / 1e6:.4g} MB "
         f"compulsory traffic per call, intensity {roof['arithmetic_intensity']:.3g} FLOP/byte vs ridge "
         f"{roof['ridge_flop_per_byte']:.3g} ({roof['compute_roof']}): {side}. Achieved {roof['achieved_gflops']:.4g} "
-        f"GFLOP/s and {roof['achieved_gbs']:.4g} GB/s = {roof['roofline_pct']:.0f}% of attainable (nominal peaks "
-        f"{roof['peak_gflops'] / 1e3:.4g} TFLOP/s, {roof['peak_gbs']:.0f} GB/s)"
-    )
+        f"GFLOP/s and {roof['achieved_gbs']:.4g} GB/s = {cpu_roofline.share_text(roof, roof['roofline_pct'])} of "
+        f"attainable (nominal peaks {roof['peak_gflops'] / 1e3:.4g} TFLOP/s, {roof['peak_gbs']:.0f} GB/s)"
+    ) + (f". {roof['above_roof']}" if roof.get("above_roof") else "")
 
 
 # --- bottleneck -------------------------------------------------------------------------------
