@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pragma.graph.clikit import console, out  # the CLI's consoles: plain text, no markup
+from pragma.tools.profilers.roofline import share_text
 
 log = logging.getLogger("pragma.bench_profiler")
 
@@ -178,9 +179,9 @@ def main(argv: list[str] | None = None) -> int:
             roof = profile.get("roofline", {})
             where = ""
             if roof.get("bound_by") == "compute":
-                where = f" ({roof['roofline_pct']:.0f}% of the compute roof)"
+                where = f" ({share_text(roof, roof['roofline_pct'])} of the compute roof)"
             elif "roof_level" in roof:
-                where = f" ({roof['bandwidth_pct']:.0f}% of the {roof['roof_level']} roof)"
+                where = f" ({share_text(roof, roof['bandwidth_pct'])} of the {roof['roof_level']} roof)"
             waited = tools.get("perf_stat", {}).get("timing_slot_waited_s", 0.0)
             where += f", slot wait {waited:.1f} s" if waited else ""
             out.out(
