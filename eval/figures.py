@@ -96,3 +96,43 @@ def iteration_curves(curves: dict[str, dict[str, list[float]]], baseline_geomean
         ax.legend(fontsize=8)
         ax.xaxis.get_major_locator().set_params(integer=True)
     return _png(fig)
+
+
+def problem_speedups(speedups: dict[str, dict[str, list[float | None]]], problems: list[str]) -> bytes:
+    """Speedup per problem per mode (the ablation's figure). ``speedups[mode][problem]`` holds one
+    value per run (None: unsolved in that run, drawn at 1.0x with a cross): a bar at the geometric
+    mean over runs (unsolved = 1.0x, as in the tables), a dot per run, so a rerun's spread shows."""
+    from matplotlib.patches import Patch
+
+    modes = list(speedups)
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(problems) * max(1, len(modes)) / 2 + 2), 4.4))
+    width = 0.8 / max(1, len(modes))
+    handles, drawn = [], [1.0]
+    for m, mode in enumerate(modes):
+        color = COLORS.get(mode, f"C{m}")
+        for p, problem in enumerate(problems):
+            runs = speedups[mode].get(problem, [])
+            if not runs:
+                continue
+            x = p + (m - (len(modes) - 1) / 2) * width
+            values = [v if v else 1.0 for v in runs]
+            drawn += values
+            mean = float(np.exp(np.mean(np.log(values))))
+            # bars grow from 1.0x (PyTorch), up when faster, down when slower
+            ax.bar(x, mean - 1.0, bottom=1.0, width=width * 0.9, color=color, alpha=0.45)
+            for v in runs:
+                if v:
+                    ax.scatter(x, v, s=14, color=color, zorder=3)
+                else:
+                    ax.scatter(x, 1.0, s=22, color=color, marker="x", zorder=3)
+        handles.append(Patch(color=color, alpha=0.6, label=mode))
+    ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+    ax.set_yscale("log", base=2)
+    ax.set_ylim(min(drawn) / 1.25, max(drawn) * 1.25)  # 1.0x always in view: the PyTorch line
+    ax.set_xticks(range(len(problems)), problems, rotation=30, ha="right")
+    ax.set_xlim(-0.6, len(problems) - 0.4)
+    ax.set_ylabel("speedup over PyTorch (log scale)")
+    ax.set_title("Speedup per problem and mode\n(bar: geomean over runs; dot: one run; x: unsolved, 1.0x)")
+    ax.legend(handles=handles, fontsize=8, loc="upper left")
+    ax.grid(axis="y", alpha=0.3)
+    return _png(fig)
