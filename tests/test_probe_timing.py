@@ -78,3 +78,14 @@ def test_start_of_run_reference_time_agrees_with_the_verifiers(monkeypatch, name
         f"start of run {start_ms:.3f} ms per call; verifier's reference samples {samples[0]:.3f}-"
         f"{samples[-1]:.3f} ms, median {verified['ref_runtime_ms']:.3f}: {probed['ref_call_timing']}"
     )
+
+
+def test_progress_says_what_the_start_of_run_figure_is():
+    from rich.console import Console
+
+    from pragma.graph.runner import _progress
+
+    console = Console(record=True, width=200)
+    problem = {"name": "relu", "ref_call_ms": 2.5, "ref_call_timing": {"samples": 34}}
+    _progress(console, "setup", {"problem": problem, "hardware": "CPU"}, {})
+    assert "reference 2.50 ms per call (median of 34 calls once warm)" in console.export_text()
