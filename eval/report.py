@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pragma.eval import figures, metrics
+from pragma.eval import ablation, figures, metrics
 from pragma.eval.db import loads
 from pragma.eval.harness import load_run
 from pragma.eval.job import TORCH_COMPILE
@@ -258,9 +258,13 @@ def render_figures(data: dict[str, Any]) -> dict[str, bytes]:
         else:
             unsolved[o.mode][o.category] = unsolved[o.mode].get(o.category, 0) + 1
     baseline = data["summaries"].get(TORCH_COMPILE, {}).get("speedup_all", {}).get("geomean")
+    per_problem = ablation.per_problem([data["outcomes"]])
     return {
         "fig3_categories.png": figures.category_distribution(speedups, cats, unsolved),
         "fig4_iterations.png": figures.iteration_curves(data["curves"], baseline),
+        "fig5_problems.png": figures.problem_speedups(
+            {m: per_problem.get(m, {}) for m in data["all_modes"]}, sorted({o.problem for o in data["outcomes"]})
+        ),
     }
 
 
@@ -292,10 +296,15 @@ def _sections(data: dict[str, Any]) -> list[tuple[str, Any]]:
     return [
         ("Run", overview),
         ("Table I", table_one(data["summaries"])),
+        (
+            "Ablation (the paper's Table I layout; unsolved = 1.0x)",
+            ablation.table_ablation({m: s for m, s in data["summaries"].items() if m in ablation.MODES}),
+        ),
         ("All metrics", table_full(data["summaries"], bool(ctx.get("price_table_path")))),
         ("Per category", table_categories(data["per_category"])),
         ("Figure 3: speedup distribution per category", "fig3_categories.png"),
         ("Figure 4: best-so-far by iteration", "fig4_iterations.png"),
+        ("Figure 5: speedup per problem and mode", "fig5_problems.png"),
         (
             "Per problem (best speedup [95% CI] @attempt, or why not)",
             table_problems(data["problems"], data["all_modes"], data["attempts"]),

@@ -85,6 +85,9 @@ def test_the_ablation_runs_end_to_end_through_the_relay(tmp_path):
     for mode in ablation.MODES:
         assert re.search(rf"\| {mode} \| 100\.0% \| \d+\.\d\dx \|", rows), rows
     assert (out / "report" / "fig_problems.png").stat().st_size > 10_000
-    assert (out / "eval-abl-r1" / "report.md").is_file()
+    # each run's own eval report carries the ablation table and the per-problem figure too
+    single = (out / "eval-abl-r1" / "report.md").read_text()
+    assert "## Ablation (the paper's Table I layout" in single and "Geomean vs no-profile" in single
+    assert (out / "eval-abl-r1" / "fig5_problems.png").stat().st_size > 10_000
     summary = json.loads((out / "report" / "ablation.json").read_text())
     assert summary["per_problem"]["pragma"][PROBLEM][0] is not None
