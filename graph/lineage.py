@@ -120,7 +120,7 @@ def costs(state: dict[str, Any]) -> dict[int, dict[str, float]]:
 def sweep_tables(state: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
     """Per finished sweep of the tuner (nodes/tune.py): (heading, header, rows), one row per variant
     timed. Shared by report.md and report.html."""
-    header = ["parameter", "value", "status", "speedup", "runtime ms", "verify s", "better"]
+    header = ["parameter", "value", "status", "speedup", "vs best point", "runtime ms", "verify s", "better"]
     out = []
     for r in state.get("sweeps", []):
         winner = " ".join(
@@ -141,6 +141,7 @@ def sweep_tables(state: dict[str, Any]) -> list[tuple[str, list[str], list[list[
                 str(t["value"]),
                 t["status"],
                 f"{float(t['speedup']):.3f}x" if t["status"] == "ok" else "",
+                f"{float(t.get('vs_point', 0.0)):.3f}x" if t["status"] == "ok" else "",
                 f"{float(t['runtime_ms']):.4f}" if t["status"] == "ok" else "",
                 f"{float(t['wall_s']):.1f}",
                 "yes" if t.get("improved") else "no",

@@ -6,11 +6,11 @@ dimension at a time, from the declared default one value up while that improves,
 that improves, stopping a direction at the first variant that is not faster (build knobs, which
 have no order, try each value). Each dimension's variants are compiled in parallel into the build
 cache first (sandboxed ``build`` workers); a variant whose build fails is skipped. Each variant is
-then verified in full (correctness, stress, timing against the reference in its own sandboxed
-session), and variants are compared by their speedup over the reference.
+then verified in full (correctness, stress, held-out re-check) and timed in one sandboxed session
+with the best point so far (``best_code``: interleaved with it and the reference); a variant counts
+as better when its median speedup over that point exceeds 1 + ``SWEEP_MARGIN``.
 
-The winner, if it beats the candidate by more than ``SWEEP_MARGIN``, goes through the verifier's
-gate like any candidate: ``verify_candidate(..., best_code=...)`` against what will be the best
+The winner, if any variant was better, goes through the verifier's gate like any candidate: ``verify_candidate(..., best_code=...)`` against what will be the best
 after this step (the candidate itself when the verifier accepted it, else the current best). It is
 recorded as an attempt (origin ``tune``, its parameter values and the sweep's times); when accepted
 it becomes the candidate the profiler profiles and crowns. No model is called.
@@ -38,9 +38,11 @@ from pragma.tools.backends import backend_for
 
 log = logging.getLogger("pragma.tune")
 
-# Variants are timed in separate verifier sessions, each against its own reference timing; their
-# speedups over the reference agree within ~1-2% for one kernel on a quiet machine. A variant
-# counts as better only above this margin, so the search does not walk on noise.
+# A variant is timed head to head with the best point so far (one session, interleaved): speedups
+# over the reference taken in separate sessions differed by up to 20% for one GEMM at load 5 (a
+# sweep picked NR=128 at 0.412x against 0.333x; the gate then timed it at 0.98x the original). A
+# variant counts as better above this median ratio, so the walk does not follow noise; the gate's
+# acceptance_margin is the real bar.
 SWEEP_MARGIN = 0.02
 
 
@@ -207,9 +209,17 @@ def _step(state: PragmaState, ctx: Context, sweep: dict[str, Any]) -> dict[str, 
             return sweep
         d = sweep["dims"][sweep["dim"]]
         params = _point_with(sweep, value)
-        res = backend_for(ctx).verify(path, tunables.variant(base["code"], params), sweep_context(ctx))
+        # Head to head: the variant timed against the best point so far, interleaved in one session.
+        res = backend_for(ctx).verify(
+            path,
+            tunables.variant(base["code"], params),
+            sweep_context(ctx),
+            best_code=tunables.variant(base["code"], sweep["point"]),
+            best_speedup=sweep["point_speedup"],
+        )
         speedup = float(res["speedup"]) if res["status"] == "ok" else 0.0
-        improved = res["status"] == "ok" and speedup > sweep["point_speedup"] * (1.0 + SWEEP_MARGIN)
+        vs_point = float(res.get("speedup_vs_best") or 0.0) if res["status"] == "ok" else 0.0
+        improved = vs_point > 1.0 + SWEEP_MARGIN
         sweep["trials"].append(
             {
                 "dim": d["name"],
@@ -218,6 +228,7 @@ def _step(state: PragmaState, ctx: Context, sweep: dict[str, Any]) -> dict[str, 
                 "params": params,
                 "status": res["status"],
                 "speedup": speedup,
+                "vs_point": vs_point,  # median speedup over the best point so far, same session
                 "runtime_ms": float(res["runtime_ms"]),
                 "wall_s": float(res["wall_s"]),
                 "improved": improved,
@@ -226,14 +237,14 @@ def _step(state: PragmaState, ctx: Context, sweep: dict[str, Any]) -> dict[str, 
         )
         if improved:
             sweep["point"], sweep["point_speedup"] = params, speedup
-        how = f"{speedup:.3f}x" if res["status"] == "ok" else res["status"]
+        how = f"{speedup:.3f}x ({vs_point:.3f}x the best point)" if res["status"] == "ok" else res["status"]
         sweep["last"] = f"{d['name'].removeprefix('build:')}={value}: {how} in {float(res['wall_s']):.1f} s" + (
             ", better" if improved else ", not better"
         )
         return sweep
     # phase gate: the winner is verified like any candidate, against what will be the best.
     defaults = {d["name"]: d["default"] for d in sweep["dims"]}
-    if sweep["point"] == defaults or sweep["point_speedup"] <= sweep["base_speedup"] * (1.0 + SWEEP_MARGIN):
+    if sweep["point"] == defaults:
         sweep["gate"] = {"status": "skipped", "acceptance": "no variant beat the candidate"}
     else:
         best = state.get("best") or {}

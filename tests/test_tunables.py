@@ -149,6 +149,7 @@ def _tuned_state() -> dict:
             "value": "4",
             "status": "ok",
             "speedup": 0.5,
+            "vs_point": 5.0,
             "runtime_ms": 2.0,
             "wall_s": 3.0,
             "improved": True,
@@ -208,8 +209,8 @@ def test_report_and_lineage_show_the_sweep_and_the_tuned_child():
     text = render_report(state, Context(), "t")
     assert "## Tuner sweeps" in text
     assert "Sweep of #1: 2 variants in 7.5 s (budget 60 s); base 0.100x, winner PASSES=4 0.500x; tuned child #2" in text
-    assert "| PASSES | 4 | ok | 0.500x | 2.0000 | 3.0 | yes |" in text
-    assert "| unroll | on | compile_error |  |  | 1.5 | no |" in text
+    assert "| PASSES | 4 | ok | 0.500x | 5.000x | 2.0000 | 3.0 | yes |" in text
+    assert "| unroll | on | compile_error |  |  |  | 1.5 | no |" in text
     assert "#2 tune (PASSES=4; 2 variants, 8 s) · ok 1.000x · the best" in "\n".join(lineage.render_text(state))
     assert spent(state)["tune_s"] == 7.5 and "7.5 s in the tuner (2 variants" in text
     page = lineage.render_html(state, "t")
