@@ -113,11 +113,21 @@ def test_the_judge_reads_what_the_child_holds_and_cannot_read_a_protected_page()
         # Strided: every other element of the first page, as a 2-D view.
         strided = peek.Where(ptr=addr, shape=[4, 3], stride=[6, 2], dtype=torch.float32)
         assert peek.full(pid, strided).tolist() == [[0, 2, 4], [6, 8, 10], [12, 14, 16], [18, 20, 22]]
+        # Prepared between rounds for a layout seen before: the same elements, by the same read.
+        report = [{"ptr": addr, "shape": [1024], "stride": [1], "dtype": "float32"}]
+        prep = peek.prepare_spot(peek.parse(report, 1 << 20), unit)
+        assert peek.matches(prep, report) and not peek.matches(prep, [{**report[0], "stride": [2]}])
+        peek.read_prepared(pid, prep, report)
+        assert peek.prepared_values(prep)[0].tolist() == [0.0, 512.0, 1022.0]
         both = peek.Where(ptr=addr, shape=[2048], stride=[1], dtype=torch.float32)
         with pytest.raises(peek.Unreadable):
             peek.full(pid, both)  # the second page is protected: no handler of the child runs
         with pytest.raises(peek.Unreadable):
             peek.spot(pid, both, torch.tensor([0.1, 0.75], dtype=torch.float64))
+        wide = [{"ptr": addr, "shape": [2048], "stride": [1], "dtype": "float32"}]
+        prep = peek.prepare_spot(peek.parse(wide, 1 << 20), torch.tensor([0.1, 0.75], dtype=torch.float64))
+        with pytest.raises(peek.Unreadable):  # read whole (8 KiB): the protected page fails the read
+            peek.read_prepared(pid, prep, wide)
     finally:
         os.write(release, b"x")
         os.close(release)

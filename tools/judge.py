@@ -369,6 +369,8 @@ class Judge:
         self.spot_ns: list[int] = []  # the judge's read inside each timed window (its cost)
         self.spot_count = peek.SPOT_MIN  # elements per output; set from the reference's warm-up calls
         self.warm_ms: list[float] = []  # the reference's warm-up call times (ms)
+        self.spot_layouts: dict[str, list[peek.Where]] = {}  # role -> its last call's output layout
+        self.spot_prep: dict[str, peek.Prepared] = {}  # role -> this round's read, made ready
         self.affine: list[bool] | None = None  # per output: is the reference affine in its inputs (_affine)
         self.precise_info: dict[str, Any] = {}  # float64 re-judgements: calls, accepted, seconds, affine
 
@@ -933,6 +935,8 @@ class Judge:
         # runner accrues nothing between its calls, so these ticks are its calls' and nothing else's.
         ticks, ns = self.call_cpu.get(role, (0, 0))
         self.call_cpu[role] = (ticks + after - before, ns + t1 - t0)
+        if rep.get("ok") is True:
+            self._spot_settle(role, rep)
         return (t1 - t0) / 1e6, rep
 
     def _spot_read(self, role: str, rep: dict[str, Any]) -> None:
@@ -942,13 +946,29 @@ class Judge:
         if self.spot_unit is None:
             return
         t0 = perf_counter_ns()
+        pid, out, prep = self.runners[role].pid, rep.get("out"), self.spot_prep.get(role)
         try:
-            where = peek.parse(rep.get("out"), int(self.req.get("memory_limit_bytes", 1 << 34)))
-            pid = self.runners[role].pid
-            self.spots[role] = (where, [peek.spot(pid, w, self.spot_unit) for w in where[: peek.MAX_OUTPUTS]])
+            if prep is not None and peek.matches(prep, out):  # the layout of its last call: only the read here
+                peek.read_prepared(pid, prep, out)
+                self.spots[role] = prep  # validated and unpacked after the window (_spot_settle)
+            else:
+                where = peek.parse(out, int(self.req.get("memory_limit_bytes", 1 << 34)))
+                self.spots[role] = (where, [peek.spot(pid, w, self.spot_unit) for w in where[: peek.MAX_OUTPUTS]])
+                self.spot_layouts[role] = where
         except peek.Unreadable as exc:
             self.spots[role] = str(exc)
         self.spot_ns.append(perf_counter_ns() - t0)
+
+    def _spot_settle(self, role: str, rep: dict[str, Any]) -> None:
+        """After the window: a prepared read's report validated field by field, its elements unpacked."""
+        got = self.spots.get(role)
+        if isinstance(got, peek.Prepared):
+            try:
+                where = peek.parse(rep.get("out"), int(self.req.get("memory_limit_bytes", 1 << 34)))
+                self.spots[role] = (where, peek.prepared_values(got))
+                self.spot_layouts[role] = where
+            except peek.Unreadable as exc:
+                self.spots[role] = str(exc)
 
     def _spot_check(self, roles: list[str], masters: list[Any], i: int) -> bool:
         """After round ``i``: every implementation's spot-read elements against the reference's.
@@ -1328,10 +1348,16 @@ class Judge:
         return max(peek.SPOT_MIN, min(peek.SPOT_MAX, n))
 
     def _new_spots(self) -> None:
-        """This round's secret spot positions (fractions of each output's size), host outputs only."""
+        """This round's secret spot positions (fractions of each output's size), host outputs only,
+        and each implementation's read prepared for the layout its last call reported."""
         self.spots = {}
         self.spot_unit = (
             torch.rand(self.spot_count, dtype=torch.float64, generator=self.spot_gen) if self.device == "cpu" else None
+        )
+        self.spot_prep = (
+            {role: peek.prepare_spot(layout, self.spot_unit) for role, layout in self.spot_layouts.items()}
+            if self.spot_unit is not None
+            else {}
         )
 
     def _draw(self, early: range, rounds: range, n_early: int, n: int) -> set[int]:
