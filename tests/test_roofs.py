@@ -3,7 +3,9 @@ with, and a figure above 100% of a roof is named as a measurement problem wherev
 
 The demo's profile read a streaming-store ReLU at 169% of the DRAM roof: the triad behind the roof
 wrote with ordinary stores (each written line read first, 16 bytes moved for 12 counted), and the
-kernel's input stayed in the 32 MiB L3 between profiled calls because its outputs bypassed it.
+kernel's input stayed in the 32 MiB L3 between profiled calls because its outputs bypassed it. An
+ordinary-store ReLU over the same 65.5 MB then read 105% of the DRAM roof: part of its data is in
+L3 too, so a working set beyond the last level gets the best-case blend of L3 and DRAM.
 """
 
 import pytest
@@ -35,9 +37,10 @@ STREAMING_RELU_MS = 65.528e6 / 45e9 * 1e3  # 45 GB/s: what the streaming ReLU ac
 
 
 def test_a_figure_above_the_roof_is_named_a_measurement_problem_everywhere():
-    # Without knowing the kernel streams, its 65.5 MB working set is compared with DRAM: 169%.
+    # Without knowing the kernel streams, its 65.5 MB working set is compared with the DRAM side
+    # (the L3/DRAM blend, 37.7 GB/s): 119%.
     roof = roofline.compute(RELU_COST, STREAMING_RELU_MS, PEAK, 1)
-    assert roof["roof_level"] == "DRAM" and roof["bandwidth_pct"] > 150
+    assert roof["roof_level"] == "DRAM" and roof["bandwidth_pct"] > 110
     assert roof["above_roof"].startswith("measurement problem")
     text = roofline.render(roof)
     assert "(above the roof: a measurement problem) of the DRAM roof" in text
@@ -49,8 +52,8 @@ def test_a_figure_above_the_roof_is_named_a_measurement_problem_everywhere():
 
 
 def test_a_figure_within_the_roof_is_plain():
-    roof = roofline.compute(RELU_COST, 65.528e6 / 24e9 * 1e3, PEAK, 1)  # ordinary stores, 24 GB/s
-    assert "above_roof" not in roof and 85 < roof["bandwidth_pct"] < 95
+    roof = roofline.compute(RELU_COST, 65.528e6 / 24.6e9 * 1e3, PEAK, 1)  # ordinary stores, 24.6 GB/s
+    assert "above_roof" not in roof and 60 < roof["bandwidth_pct"] < 70
     assert "measurement problem" not in roofline.render(roof)
     assert "measurement problem" not in bottleneck.roofline_side(roof)[1]
     assert _roof_line({"roofline": roof}) == f"{roof['roofline_pct']:.0f}% of its bandwidth roof (DRAM)"
@@ -82,6 +85,18 @@ def test_streaming_stores_put_the_roof_at_the_level_the_inputs_fit():
     # Inputs beyond the last level: DRAM as before, now the streaming triad's figure.
     big = {**RELU_COST, "min_bytes": 2 * 80e6, "read_bytes": 80e6, "write_bytes": 80e6}
     assert roofline.compute(big, 8.0, PEAK, 1, streaming_store_count=2)["roof_level"] == "DRAM"
+
+
+def test_a_working_set_beyond_the_last_level_gets_the_blend_of_l3_and_dram():
+    """An ordinary-store ReLU over 65.5 MB read 24.6 GB/s, 105% of the DRAM triad (23.4 GB/s, load
+    4): a 32 MiB L3 still holds up to half of it between calls. The roof is the best case: the last
+    level's capacity from the last level, the rest from DRAM; it tends to DRAM's for large sets."""
+    relu = hardware.roof_for_working_set(PEAK, 65.528e6, 1)
+    expected = 65.528e6 / ((65.528e6 - 33554432) / 26.7 + 33554432 / 62.0)
+    assert relu["level"] == "DRAM" and relu["roof_gbs"] == pytest.approx(expected)
+    assert 26.7 < relu["roof_gbs"] < 62.0 and "at best 33.6 MB of it from L3" in relu["why"]
+    huge = hardware.roof_for_working_set(PEAK, 4e9, 1)
+    assert huge["roof_gbs"] < 27.0 and huge["dram_gbs"] == 26.7
 
 
 def test_streaming_stores_are_counted_in_a_disassembly():
