@@ -207,7 +207,7 @@ def conductor(state: PragmaState, runtime: Runtime[Context]) -> dict:
         best_profile=render_profile(best.get("profile") or {}),
         diff=profile.get("diff_vs_best", ""),
         knowledge=knowledge,
-        verdict=verdict.render(result, best, candidate["iteration"]),
+        verdict=verdict.render(result, best, candidate["iteration"], profiled=not no_profile),
     )
     system_template = prompts.CONDUCTOR_SYSTEM_NO_PROFILE if no_profile else prompts.CONDUCTOR_SYSTEM
     system = system_template.format(vocabulary=", ".join(VOCABULARY))

@@ -17,8 +17,9 @@ PROFILE_TIMES = (
 )
 
 
-def render(result: dict[str, Any], best: dict[str, Any], iteration: int) -> str:
-    """One short paragraph: correct or not, faster than the best or not, by the verifier's numbers."""
+def render(result: dict[str, Any], best: dict[str, Any], iteration: int, profiled: bool = True) -> str:
+    """One short paragraph: correct or not, faster than the best or not, by the verifier's numbers
+    (and, where the prompt shows profiles, that their times are not the verdict)."""
     if result.get("status") != "ok":
         return f"Attempt {iteration} failed verification ({result.get('status', '?')}): the best is unchanged."
     runtime, ref = float(result.get("runtime_ms", 0.0)), float(result.get("ref_runtime_ms", 0.0))
@@ -50,7 +51,7 @@ def render(result: dict[str, Any], best: dict[str, Any], iteration: int) -> str:
         line += f" The best stays attempt {best_iteration}: the next candidate refines attempt {best_iteration}."
     elif why:
         line += f" Verifier: {why}."
-    return f"{line}\n{PROFILE_TIMES}"
+    return f"{line}\n{PROFILE_TIMES}" if profiled else line
 
 
 def is_not_faster(result: dict[str, Any], best: dict[str, Any], iteration: int) -> bool:
