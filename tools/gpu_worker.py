@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import glob
 import os
 import time
 from collections.abc import Callable
@@ -64,10 +63,10 @@ def to_device(model: Any, device: str) -> Any:
 
 
 def writable_device_paths(device: str) -> list[str]:
-    """Device nodes the worker must be able to open read-write under Landlock (CUDA ioctls)."""
-    if device != "cuda":
-        return []
-    return sorted(glob.glob("/dev/nvidia*")) + [p for p in ("/dev/dxg",) if os.path.exists(p)]
+    """What the worker must be able to write under Landlock to use ``device`` (landlock.device_writable)."""
+    from pragma.tools.landlock import device_writable
+
+    return device_writable(device)
 
 
 # --- Triton launches ----------------------------------------------------------------------------

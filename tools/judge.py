@@ -1624,9 +1624,7 @@ def _nbytes(values: Any) -> int:
 def _writable(req: dict[str, Any], workdir: Path) -> list[str]:
     writable = [str(workdir), *req.get("writable_paths", [])]
     if req.get("device", "cpu") == "cuda":  # CUDA opens the GPU's device nodes read-write
-        import glob
-
-        writable += sorted(glob.glob("/dev/nvidia*"))
+        writable += landlock.device_writable("cuda")
     return writable
 
 
@@ -1638,7 +1636,7 @@ def main(request_path: str) -> int:
     # The timed rounds' input generator (native), built before Landlock confines this process and
     # before any runner exists (a no-op when the zygote built it already).
     freshen.prepare()
-    isolation = {"filesystem": landlock.confine(writable)}
+    isolation = {"filesystem": landlock.confine(landlock.for_children(writable))}
     torch.set_num_threads(int(req["num_threads"]))
     if req.get("backend") == "gpu":
         import triton  # noqa: F401 - imported before the fork: runners then share its import cost

@@ -13,6 +13,7 @@ confined process, and the restriction is inherited across fork and exec.
 from __future__ import annotations
 
 import ctypes
+import glob
 import os
 import platform
 
@@ -137,3 +138,23 @@ def confine(writable: list[str], scope_abstract_unix: bool = False) -> str:
         os.close(ruleset_fd)
     extras = (", TCP denied" if abi >= 4 else "") + (", signals scoped" if abi >= 6 else "")
     return f"landlock ABI {abi}: writes only under {len(writable)} allowed paths{extras}"
+
+
+def device_writable(device: str) -> list[str]:
+    """What a process initialising CUDA must be able to write: the device nodes (opened read-write
+    for the driver's ioctls) and its own ``/proc/self``. Why the latter: with every other rule in
+    place, cuInit failed with error 304 ("OS call failed") until writes under /proc/self were
+    allowed (bisected on an H100, kernel 6.18, Landlock ABI 7, 2026-11-27: the driver writes there).
+    ``/proc/self`` resolves to the process that adds the rule, so it opens nothing of another
+    process; a layer made for processes forked later needs ``for_children``."""
+    if device != "cuda":
+        return []
+    nodes = sorted(glob.glob("/dev/nvidia*")) + [p for p in ("/dev/dxg",) if os.path.exists(p)]
+    return [*nodes, "/proc/self"]
+
+
+def for_children(writable: list[str]) -> list[str]:
+    """``writable`` for a layer whose processes fork the ones that write (the judge's): its
+    ``/proc/self`` would name the forking process only, so the layer allows ``/proc`` and each
+    child's own layer narrows it back to its ``/proc/self`` (a write must pass every layer)."""
+    return ["/proc" if p == "/proc/self" else p for p in writable]
