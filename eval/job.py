@@ -139,7 +139,7 @@ def _base_row(spec: JobSpec) -> dict[str, Any]:
 
 
 def _finish(db: ResultsDB, spec: JobSpec, ctx: Context, state: dict[str, Any], cis: dict[int, tuple]) -> None:
-    from pragma.graph.routing import stop_reason
+    from pragma.graph.routing import candidates_written, stop_reason
     from pragma.tools.export import standalone_source
 
     best, usage = state.get("best") or {}, state.get("usage") or {}
@@ -165,7 +165,8 @@ def _finish(db: ResultsDB, spec: JobSpec, ctx: Context, state: dict[str, Any], c
             "best_iteration": int(best.get("iteration", 0)),
             "best_ci_low": low,
             "best_ci_high": high,
-            "iterations": int(state.get("iteration", 0)),
+            # the Coder's candidates (the tuner's children are counted apart: tune_s, tune_variants)
+            "iterations": candidates_written(state),
             "input_tokens": usage.get("input_tokens", 0.0),
             "output_tokens": usage.get("output_tokens", 0.0),
             "cost_usd": usage.get("cost_usd", 0.0),

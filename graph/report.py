@@ -8,7 +8,7 @@ from typing import Any
 
 from pragma.graph import lineage
 from pragma.graph.context import Context
-from pragma.graph.routing import per_round, stop_reason
+from pragma.graph.routing import candidates_written, per_round, stop_reason
 from pragma.tools.backends import render_profile  # cpu or gpu, as the profile says
 from pragma.tools.export import standalone_source
 
@@ -24,7 +24,8 @@ def render_report(state: dict[str, Any], ctx: Context, thread_id: str) -> str:
         f"# PRAGMA run `{thread_id}`",
         "",
         f"- problem: `{problem.get('path', '')}`",
-        f"- candidates written: {state.get('iteration', 0)} (max_iterations={ctx.max_iterations})",
+        f"- candidates written: {candidates_written(state)} (max_iterations={ctx.max_iterations})"
+        + (f", plus {state.get('iteration', 0) - candidates_written(state)} tuned" if state.get("sweeps") else ""),
         f"- stopped because: {stop_reason(state, ctx) or 'the run is not finished'}",
         *[
             f"- the Conductor's stop after attempt {o['attempt']} was overruled: {o['reason']}"

@@ -253,3 +253,10 @@ def test_the_conductor_can_ask_for_a_sweep_and_old_replies_still_parse():
 
     assert parse_guidance('```json\n{"diagnosis": "d", "steps": [], "sweep": true}\n```').sweep is True
     assert parse_guidance('```json\n{"diagnosis": "d", "steps": [], "stop": false}\n```').sweep is False
+
+
+def test_report_counts_the_coders_candidates_and_the_tuned_apart():
+    from pragma.graph.report import render_report
+
+    text = render_report(_tuned_state(), Context(), "t")
+    assert "- candidates written: 1 (max_iterations=15), plus 1 tuned" in text
