@@ -174,10 +174,14 @@ def test_report_has_table_one_figures_and_a_self_contained_page(slice_run, tmp_p
     assert "| Mode | Success | Speedup (solved, mean) | Geomean (all) | Fast_1 |" in table_one
     for category in ("matmul", "activation", "normalization", "pooling/reduction", "convolution", "others"):
         assert f"| {category} |" in md
-    for png in ("fig3_categories.png", "fig4_iterations.png"):
+    ablation = md.split("## Ablation (the paper's Table I layout")[1].split("##")[0]
+    for mode in MODES:  # issue 34: per mode success, geomean, LLM calls, tokens, wall time
+        assert f"| {mode} |" in ablation
+    assert "| LLM calls / problem | Tokens / problem | Wall s / problem |" in ablation
+    for png in ("fig3_categories.png", "fig4_iterations.png", "fig5_problems.png"):
         _png_is_a_real_plot(tmp_path / "report" / png)
     page = (tmp_path / "report" / "report.html").read_text()
-    assert page.count("data:image/png;base64,") == 2 and "<table>" in page and 'src="fig' not in page
+    assert page.count("data:image/png;base64,") == 3 and "<table>" in page and 'src="fig' not in page
     data = report.build(slice_run["run_id"], slice_run["results_url"])
     for mode in MODES:  # the curves end where the problem rows do
         curve = data["curves"][mode]["solved_fraction"]
