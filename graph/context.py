@@ -199,12 +199,13 @@ class Context:
     callgrind_timeout_s: float = _knob(300.0, "Wall-clock limit for the callgrind run, seconds.")
     profile_hotspots: bool = _knob(True, "Sample hot spots of the kernel region with perf record -e cpu-clock.")
     profile_micro: Literal["on", "cheap", "off"] = _knob(
-        "on",
+        "cheap",
         "Micro-profiles chosen by the bottleneck label, each answering one question with its cost "
         "(tools/profilers/micro.py): does the hot loop carry a dependency (llvm-mca, free), is moving the bytes "
-        "the limit (write-only and read-only passes, milliseconds), does a wider vector help (two more "
-        "profiled runs of 256- and 512-bit rebuilds, seconds; AVX-512 CPUs, compute-side and cache-resident "
-        "labels). cheap = all but the rebuilds; off = none.",
+        "the limit (write-only and read-only passes, milliseconds), does a wider vector help (256- and 512-bit "
+        "rebuilds, each timed: 8-20 s; AVX-512 CPUs, compute-side and cache-resident labels). cheap = all but "
+        "the rebuilds, which run when the Conductor asks (extra_metrics wider_vectors); on = the rebuilds too; "
+        "off = none.",
     )
     measure_peaks: bool = _knob(
         True,

@@ -77,9 +77,28 @@ def test_run_answers_each_question_or_says_why_not():
     )
     assert no_avx512[1]["status"] == "unavailable" and "no AVX-512" in no_avx512[1]["answer"] and calls == [1]
     cheap = micro.run("compute-bound", mca=MCA_CHAIN, traffic=None, kernel_ms=3.0, has_avx512=True, rebuild=None)
-    assert "profile_micro=cheap" in cheap[1]["answer"]
+    assert 'extra_metrics ["wider_vectors"]' in cheap[1]["answer"]
+    # asked for (the Conductor's extra_metrics) on a label that does not raise it
+    asked = micro.run(
+        "dram-bound",
+        mca=MCA_CHAIN,
+        traffic=None,
+        kernel_ms=3.0,
+        has_avx512=True,
+        rebuild=rebuild,
+        asked=("wider_vectors",),
+    )
+    assert [a["question"] for a in asked] == ["store_bandwidth", "wider_vectors"] and asked[1]["status"] == "ok"
     slow = micro.run("compute-bound", mca=MCA_CHAIN, traffic=None, kernel_ms=900.0, has_avx512=True, rebuild=rebuild)
-    assert "limit 250 ms" in slow[1]["answer"] and calls == [1]
+    assert "limit 250 ms" in slow[1]["answer"] and calls == [1, 1]
+
+
+def test_the_conductor_asks_for_the_rebuild_by_name():
+    from pragma.tools.profilers import extra
+
+    req = extra.resolve(["wider_vectors", "dTLB-load-misses"])
+    assert req.force_rebuild and "wider_vectors" in req.already_default and req.events == ["dTLB-load-misses"]
+    assert not extra.resolve(["hotspots"]).force_rebuild
 
 
 def test_the_answers_lead_the_profile_text_with_their_cost():

@@ -379,7 +379,9 @@ def profile_candidate(
 
     signals = bottleneck.signals_cpu(metrics, roof, vect, mix)
     label, why = signals[0] if signals else ("unknown", "no evidence separates the bottlenecks")
-    answers = _micro_profiles(label, problem_path, code, ctx, spec, region, metrics, tools, loop, notes)
+    answers = _micro_profiles(
+        label, problem_path, code, ctx, spec, region, metrics, tools, loop, notes, req.force_rebuild
+    )
     confidence = (
         "hardware-counters" if has_hw else "simulation" if has_sim else "static" if (vect or mix) else "timing-only"
     )
@@ -422,9 +424,11 @@ def _micro_profiles(
     tools: dict,
     loop: dict | None,
     notes: list[str],
+    force_rebuild: bool = False,
 ) -> list[dict[str, Any]]:
-    """The micro-profiles the label asks for (tools/profilers/micro.py), each with its cost."""
-    mode = getattr(ctx, "profile_micro", "on")
+    """The micro-profiles the label asks for (tools/profilers/micro.py), each with its cost; the
+    vector-width rebuilds only with profile_micro=on or when the Conductor asked for them."""
+    mode = getattr(ctx, "profile_micro", "cheap")
     if mode == "off":
         tools["micro_profiles"] = {"status": "skipped", "reason": "profile_micro=off"}
         return []
@@ -444,7 +448,10 @@ def _micro_profiles(
             # the traffic passes are timed warm, like the region's warm calls: compare like with like
             kernel_ms=float(region_micro.get("warm_ms") or metrics["per_call_ms"]["value"]),
             has_avx512=spec.get("simd") == "AVX-512",
-            rebuild=(lambda: micro.collect_vector_widths(problem_path, code, ctx)) if mode == "on" else None,
+            rebuild=(lambda: micro.collect_vector_widths(problem_path, code, ctx))
+            if mode == "on" or force_rebuild
+            else None,
+            asked=("wider_vectors",) if force_rebuild else (),
         )
     except Exception as exc:  # an experiment is one more piece of evidence, never the profile's end
         log.exception("micro-profiles failed")

@@ -4,7 +4,8 @@ Each requested name is validated and routed:
 - a default metric name (``sim_d1_misses``, ``kernel_samples_pct``, ``topdown_memory_bound_pct``...)
   is already collected; naming one of a tool that is off by default here (callgrind, hot spots)
   switches that tool on for the next profile;
-- aliases: ``topdown`` (top-down groups), ``callgrind``/``cache-simulation``, ``hotspots``;
+- aliases: ``topdown`` (top-down groups), ``callgrind``/``cache-simulation``, ``hotspots``,
+  ``wider_vectors`` (the vector-width micro-profile);
 - a perf metric or metric group (``tma_*``, ``Topdown*``, ``Pipeline*``, or one perf lists) goes to
   ``perf stat -M``;
 - anything else that is a syntactically valid perf event (``dTLB-load-misses``,
@@ -38,6 +39,11 @@ ALIASES = {
     "hotspots": "hotspots",
     "hot-spots": "hotspots",
     "perf-record": "hotspots",
+    # the micro-profile that rebuilds the kernel for 256- and 512-bit vectors (tools/profilers/micro.py)
+    "wider_vectors": "rebuild",
+    "wider-vectors": "rebuild",
+    "vector_width": "rebuild",
+    "vector-width": "rebuild",
 }
 
 
@@ -47,6 +53,7 @@ class ExtraRequest:
     metric_groups: list[str] = field(default_factory=list)  # perf stat -M
     force_simulation: bool = False
     force_hotspots: bool = False
+    force_rebuild: bool = False  # the vector-width micro-profile, whatever profile_micro and the label say
     want_topdown: bool = False
     already_default: list[str] = field(default_factory=list)
     rejected: dict[str, str] = field(default_factory=dict)
@@ -58,6 +65,7 @@ class ExtraRequest:
             "default": self.already_default,
             "force_simulation": self.force_simulation,
             "force_hotspots": self.force_hotspots,
+            "force_rebuild": self.force_rebuild,
             "rejected": self.rejected,
         }
 
@@ -83,6 +91,7 @@ def resolve(
             tool = alias or spec.tool
             req.force_simulation |= tool in ("simulation", "callgrind")
             req.force_hotspots |= tool == "hotspots"
+            req.force_rebuild |= tool == "rebuild"
             req.want_topdown |= tool == "topdown"
         elif name in default_events:
             req.already_default.append(name)

@@ -44,6 +44,7 @@ DEPENDENCY_RATIO = 1.5  # cycles/iteration this far above the throughput bound: 
 FREE_RATIO = 1.1  # within this of the throughput bound: no chain, the ports set the pace
 WIDTH_GAIN = 0.08  # a variant this much faster than the other is a real difference, not run-to-run noise
 TRAFFIC_LIMIT = 1.25  # the kernel within this factor of only moving its bytes: bandwidth is the limit
+REBUILD_COST_S = 10.0  # two builds and two profiled runs, measured 8-20 s here
 MAX_CALL_MS = 250.0  # slower kernels skip the rebuild experiment (two more profiled runs would cost too much)
 
 
@@ -224,12 +225,13 @@ def run(
     kernel_ms: float,
     has_avx512: bool,
     rebuild: Any = None,
+    asked: tuple[str, ...] = (),
 ) -> list[dict[str, Any]]:
-    """The answers to the questions ``label`` raises. ``rebuild`` is a zero-argument callable that
-    collects the vector-width experiment (``collect_vector_widths`` bound to the candidate), run
-    only when that question is asked and can be answered here."""
+    """The answers to the questions ``label`` raises, and to those ``asked`` for (the Conductor's
+    extra_metrics). ``rebuild`` is a zero-argument callable that collects the vector-width
+    experiment (``collect_vector_widths`` bound to the candidate), or None where it is not run."""
     answers = []
-    for question in choose(label):
+    for question in choose(label) + [q for q in asked if q not in choose(label)]:
         if question == "loop_dependency":
             answers.append(loop_dependency(mca))
         elif question == "store_bandwidth":
@@ -245,7 +247,13 @@ def run(
                 )
             elif rebuild is None:
                 answers.append(
-                    _answer(question, "unavailable", "rebuild experiments are off (profile_micro=cheap)", 0.0)
+                    _answer(
+                        question,
+                        "unavailable",
+                        f"not run by default (about {REBUILD_COST_S:.0f} s): ask for it with extra_metrics "
+                        '["wider_vectors"], or set profile_micro=on',
+                        0.0,
+                    )
                 )
             else:
                 answers.append(wider_vectors(rebuild()))
