@@ -126,30 +126,10 @@ def next_value(sweep: dict[str, Any]) -> str | None:
 def _prebuild(problem_path: str, codes: list[str], ctx: Context) -> list[str]:
     """Compile each variant's C++ into the build cache, in parallel sandboxed build workers;
     returns a status per variant ('ok', or why its build failed)."""
-    from pragma.tools import sandbox
-    from pragma.tools.verify import build_env, request_for
+    from pragma.tools.verify import prebuild
 
     def one(code: str) -> str:
-        jobs = tunables.build_requests(code)
-        for job in jobs:
-            req = {
-                **request_for(problem_path, ctx, "build"),
-                "cpp_source": job["source"],
-                "cpp_name": job["name"],
-                "cpp_flags": job["flags"],
-            }
-            outcome = sandbox.run_worker(
-                req,
-                compile_timeout_s=ctx.compile_timeout_s,
-                run_timeout_s=ctx.run_timeout_s,
-                memory_limit_bytes=ctx.memory_limit_bytes,
-                num_threads=ctx.num_threads,
-                extra_env=build_env(),
-            )
-            status = str((outcome.result or {}).get("status") or f"failed ({outcome.last_phase})")
-            if status != "ok":
-                return status
-        return "ok"
+        return prebuild(problem_path, code, ctx)
 
     if not codes:
         return []

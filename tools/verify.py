@@ -335,3 +335,30 @@ def prebuild_kernel(problem_path: str, cpp: str, entry: str, ctx: Context) -> st
         extra_env=build_env(),
     )
     return str((outcome.result or {}).get("status") or f"failed ({outcome.last_phase})")
+
+
+def prebuild(problem_path: str, code: str, ctx: Context) -> str:
+    """Compile every C++ source ``code``'s load_cpp calls will hash (tools/tunables.build_requests)
+    into the build cache, in sandboxed build workers; 'ok' or the first failure. The tuner's sweep and
+    the profiler's vector-width experiment build their variants here, in parallel, before timing."""
+    from pragma.tools import tunables
+
+    for job in tunables.build_requests(code):
+        req = {
+            **request_for(problem_path, ctx, "build"),
+            "cpp_source": job["source"],
+            "cpp_name": job["name"],
+            "cpp_flags": job["flags"],
+        }
+        outcome = sandbox.run_worker(
+            req,
+            compile_timeout_s=ctx.compile_timeout_s,
+            run_timeout_s=ctx.run_timeout_s,
+            memory_limit_bytes=ctx.memory_limit_bytes,
+            num_threads=ctx.num_threads,
+            extra_env=build_env(),
+        )
+        status = str((outcome.result or {}).get("status") or f"failed ({outcome.last_phase})")
+        if status != "ok":
+            return status
+    return "ok"

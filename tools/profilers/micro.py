@@ -173,30 +173,10 @@ def collect_vector_widths(problem_path: str, code: str, ctx: Any) -> dict[str, A
 
 
 def _prebuild(problem_path: str, code: str, ctx: Any) -> str:
-    """Compile a variant's C++ into the build cache in a sandboxed build worker (the strings its
-    load_cpp calls will hash, tools/tunables.build_requests); 'ok' or why not."""
-    from pragma.tools import sandbox, tunables
-    from pragma.tools.verify import build_env, request_for
+    """Compile a variant's C++ into the build cache in a sandboxed build worker; 'ok' or why not."""
+    from pragma.tools.verify import prebuild
 
-    for job in tunables.build_requests(code):
-        req = {
-            **request_for(problem_path, ctx, "build"),
-            "cpp_source": job["source"],
-            "cpp_name": job["name"],
-            "cpp_flags": job["flags"],
-        }
-        outcome = sandbox.run_worker(
-            req,
-            compile_timeout_s=ctx.compile_timeout_s,
-            run_timeout_s=ctx.run_timeout_s,
-            memory_limit_bytes=ctx.memory_limit_bytes,
-            num_threads=ctx.num_threads,
-            extra_env=build_env(),
-        )
-        status = str((outcome.result or {}).get("status") or f"failed ({outcome.last_phase})")
-        if status != "ok":
-            return status
-    return "ok"
+    return prebuild(problem_path, code, ctx)
 
 
 def wider_vectors(collected: dict[str, Any]) -> dict[str, Any]:
