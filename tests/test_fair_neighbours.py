@@ -1,8 +1,8 @@
 """Issue 33, fair neighbours: what the runner's seccomp filter refuses and allows, and the judge's
 /proc readings behind fair_scheduling, reaped children's CPU and the per-call CPU clock.
 
-Each filter test installs tools/seccomp.py's real filter in a forked child (a filter cannot be
-removed) and reports back through a pipe; the judge's helpers read real processes' /proc entries.
+Each filter test installs tools/seccomp.py's real filter in a fresh interpreter (a filter cannot be
+removed) and reports back on stdout; the judge's helpers read real processes' /proc entries.
 The red-team cases that use them through the installed CLI are in tests/data/adversarial/
 (renice_neighbours, clone_second_core, helper_thread_share).
 """
@@ -13,6 +13,7 @@ import os
 import platform
 import signal
 import subprocess
+import sys
 import threading
 import time
 from types import SimpleNamespace
@@ -27,25 +28,29 @@ pytestmark = pytest.mark.integration  # forks processes (tests/conftest.py)
 _SYS_CLONE3 = 435  # the same number on x86-64 and aarch64
 
 
-def _in_filtered_child(probe) -> dict:
-    """Run ``probe() -> dict`` in a forked child under ``seccomp.confine_runner``; its answer."""
+TESTS = os.path.dirname(os.path.abspath(__file__))
+
+
+def _in_filtered_child(probe: str, *args: int) -> dict:
+    """Run the module-level ``probe(*args) -> dict`` in a fresh interpreter under
+    ``seccomp.confine_runner``; its answer. A fresh process, not a fork of this one: a fork of a
+    multi-threaded pytest worker hung once in CI (900 s timeout), and a runner is single-threaded
+    when its filter goes on, as here (the filter is installed before anything else is imported)."""
     if platform.machine() not in seccomp._ARCH:
         pytest.skip(f"no runner filter for {platform.machine()}")
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.close(r)
-            applied = seccomp.confine_runner()
-            out = {"applied": applied, **(probe() if not applied.startswith("none") else {})}
-            os.write(w, json.dumps(out).encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    with os.fdopen(r) as f:
-        text = f.read()
-    os.waitpid(pid, 0)
-    out = json.loads(text)
+    code = (
+        "import json, sys\n"
+        "from pragma.tools import seccomp\n"
+        "applied = seccomp.confine_runner()\n"
+        f"sys.path.insert(0, {TESTS!r})\n"
+        "import test_fair_neighbours as t\n"
+        "out = {'applied': applied}\n"
+        f"out.update({{}} if applied.startswith('none') else getattr(t, {probe!r})(*{args!r}))\n"
+        "print(json.dumps(out))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
     if out["applied"].startswith("none"):
         pytest.skip(out["applied"])
     return out
@@ -71,50 +76,52 @@ def neighbour():
     os.waitpid(pid, 0)
 
 
-def test_the_filter_refuses_every_scheduling_request_aimed_at_a_neighbour(neighbour):
-    def probe():
-        return {
-            "nice": _errno(lambda: os.setpriority(os.PRIO_PROCESS, neighbour, 19)),
-            "user": _errno(lambda: os.setpriority(os.PRIO_USER, 0, 19)),
-            "group": _errno(lambda: os.setpriority(os.PRIO_PGRP, 0, 19)),
-            "idle": _errno(lambda: os.sched_setscheduler(neighbour, os.SCHED_IDLE, os.sched_param(0))),
-            "param": _errno(lambda: os.sched_setparam(neighbour, os.sched_param(0))),
-            "move": _errno(lambda: os.sched_setaffinity(neighbour, {0})),
-            "signal": _errno(lambda: os.kill(neighbour, signal.SIGSTOP)),
-            "pidfd": _errno(lambda: os.pidfd_open(neighbour)),
-        }
+def _probe_neighbour(neighbour: int) -> dict:
+    return {
+        "nice": _errno(lambda: os.setpriority(os.PRIO_PROCESS, neighbour, 19)),
+        "user": _errno(lambda: os.setpriority(os.PRIO_USER, 0, 19)),
+        "group": _errno(lambda: os.setpriority(os.PRIO_PGRP, 0, 19)),
+        "idle": _errno(lambda: os.sched_setscheduler(neighbour, os.SCHED_IDLE, os.sched_param(0))),
+        "param": _errno(lambda: os.sched_setparam(neighbour, os.sched_param(0))),
+        "move": _errno(lambda: os.sched_setaffinity(neighbour, {0})),
+        "signal": _errno(lambda: os.kill(neighbour, signal.SIGSTOP)),
+        "pidfd": _errno(lambda: os.pidfd_open(neighbour)),
+    }
 
-    out = _in_filtered_child(probe)
+
+def test_the_filter_refuses_every_scheduling_request_aimed_at_a_neighbour(neighbour):
+    out = _in_filtered_child("_probe_neighbour", neighbour)
     refused = {k: v for k, v in out.items() if k != "applied"}
     assert refused == dict.fromkeys(refused, 1), refused  # all EPERM
     assert judge.sched_of(neighbour)[:2] == judge.sched_of(os.getpid())[:2]  # nothing changed
 
 
-def test_the_filter_fixes_the_runners_own_cores_and_lets_it_run_what_it_needs():
-    def probe():
-        libc = ctypes.CDLL(None, use_errno=True)
-        clone3 = libc.syscall(_SYS_CLONE3, None, 0)
-        clone3_errno = ctypes.get_errno()
-        done = []
-        t = threading.Thread(target=lambda: done.append(1))  # threads fall back from clone3 to clone
-        t.start()
-        t.join()
-        child = os.fork()
-        if child == 0:
-            os._exit(7)
-        _, status = os.waitpid(child, 0)
-        return {
-            "own_cores": _errno(lambda: os.sched_setaffinity(0, os.sched_getaffinity(0))),
-            "own_nice": _errno(lambda: os.setpriority(os.PRIO_PROCESS, 0, 1)),
-            "own_signal": _errno(lambda: os.kill(os.getpid(), 0)),
-            "own_limits": _errno(lambda: __import__("resource").prlimit(0, __import__("resource").RLIMIT_CORE)),
-            "clone3": [clone3, clone3_errno],
-            "thread": done == [1],
-            "fork": os.WEXITSTATUS(status),
-            "compiler": subprocess.run(["true"]).returncode,  # the candidate's build runs the compiler
-        }
+def _probe_own() -> dict:
+    libc = ctypes.CDLL(None, use_errno=True)
+    clone3 = libc.syscall(_SYS_CLONE3, None, 0)
+    clone3_errno = ctypes.get_errno()
+    done = []
+    t = threading.Thread(target=lambda: done.append(1))  # threads fall back from clone3 to clone
+    t.start()
+    t.join()
+    child = os.fork()
+    if child == 0:
+        os._exit(7)
+    _, status = os.waitpid(child, 0)
+    return {
+        "own_cores": _errno(lambda: os.sched_setaffinity(0, os.sched_getaffinity(0))),
+        "own_nice": _errno(lambda: os.setpriority(os.PRIO_PROCESS, 0, 1)),
+        "own_signal": _errno(lambda: os.kill(os.getpid(), 0)),
+        "own_limits": _errno(lambda: __import__("resource").prlimit(0, __import__("resource").RLIMIT_CORE)),
+        "clone3": [clone3, clone3_errno],
+        "thread": done == [1],
+        "fork": os.WEXITSTATUS(status),
+        "compiler": subprocess.run(["true"]).returncode,  # the candidate's build runs the compiler
+    }
 
-    out = _in_filtered_child(probe)
+
+def test_the_filter_fixes_the_runners_own_cores_and_lets_it_run_what_it_needs():
+    out = _in_filtered_child("_probe_own")
     assert out["own_cores"] == 1  # EPERM even for its own set: a helper cannot leave the pinned cores
     assert out["own_nice"] == out["own_signal"] == out["own_limits"] == 0
     assert out["clone3"] == [-1, 38]  # ENOSYS
