@@ -363,9 +363,7 @@ def main(request_path: str) -> int:
         # A kernel-format candidate's C++ into the shared build cache, before its verification
         # (a search round's candidates compile in parallel): g++ only, no torch, nothing run.
         try:
-            cext.build_cpp(
-                str(req["cpp_source"]), tuple(req.get("cpp_flags") or ()), name=str(req["cpp_name"])
-            )
+            cext.build_cpp(str(req["cpp_source"]), tuple(req.get("cpp_flags") or ()), name=str(req["cpp_name"]))
             built = {"status": "ok", "message": "built"}
         except Exception as exc:  # the verification reports it in full
             built = {"status": "compile_error", "message": f"{type(exc).__name__}: {str(exc)[-2000:]}"}
