@@ -39,6 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from pragma.eval import figures, metrics
+from pragma.graph.clikit import console
+from pragma.graph.clikit import out as results
 
 MODES = ("pragma", "no-profile", "single-agent")
 REFERENCE = "no-profile"  # what the profile's contribution is measured against
@@ -155,7 +157,7 @@ def select_problems(kernelbench: str | None, suite: str | None, names: list[str]
     present = [n for n in chosen if (kb / f"{n}.py").is_file()]
     if len(present) < len(chosen):
         absent = sorted(set(chosen) - set(present))
-        print(f"not in the checkout, left out: {', '.join(absent)}", flush=True)
+        results.print(f"not in the checkout, left out: {', '.join(absent)}")
     if not present:
         raise AblationError(f"none of the chosen KernelBench problems is under {kb}")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -263,16 +265,15 @@ def run(args: argparse.Namespace) -> int:
     sel = select_problems(args.kernelbench, args.suite, args.problems, out)
     if len(sel.names) < 8 and not args.problems:
         raise AblationError(f"only {len(sel.names)} problems found; the ablation needs at least 8")
-    print(sel.note, flush=True)
+    results.print(sel.note)
     queue = Path(args.queue).resolve() if args.queue else out / "queue"
     relay = Relay(Path(args.relay), queue, args.answer_wait_s, args.port) if not args.no_relay else None
     env = dict(os.environ)
     if relay is not None:
         env.update(PRAGMA_LLM_BASE_URL=relay.url, PRAGMA_LLM_API_KEY="relay")
-        print(
+        results.print(
             f"relay on {relay.url}: prompts appear as {queue}/NNNN.prompt.md; answer each with "
             f"{queue}/NNNN.answer.md (rules: {queue / 'ANSWERING.md'}); each waits {args.answer_wait_s:.0f} s",
-            flush=True,
         )
     run_ids, status = [], 0
     try:
@@ -280,7 +281,7 @@ def run(args: argparse.Namespace) -> int:
             run_id = f"{args.run_prefix}-r{r}"
             resume = _run_exists(run_id)
             cmd = eval_command(sel, run_id, args, resume)
-            print(f"run {r}/{args.runs}: {' '.join(cmd[2:])}", flush=True)
+            results.print(f"run {r}/{args.runs}: {' '.join(cmd[2:])}")
             code = subprocess.run(cmd, env=env).returncode
             if code == 2:
                 raise AblationError(f"pragma eval run refused run {run_id} (exit 2): see its message above")
@@ -292,7 +293,7 @@ def run(args: argparse.Namespace) -> int:
     written = write_report(run_ids, out / "report", categories=sel.categories, note=sel.note)
     for r in run_ids:
         subprocess.run([sys.executable, "-m", "pragma.graph.cli", "eval", "report", r, "--out", str(out / f"eval-{r}")])
-    print("wrote " + ", ".join(str(p) for p in written), flush=True)
+    results.print("wrote " + ", ".join(str(p) for p in written))
     return status
 
 
@@ -527,13 +528,13 @@ def main(argv: list[str] | None = None) -> int:
                 raise AblationError("--runs, --iterations and --workers must be at least 1")
             return run(args)
         written = write_report(args.run_ids, Path(args.out), args.results_db)
-        print("wrote " + ", ".join(str(p) for p in written))
+        results.print("wrote " + ", ".join(str(p) for p in written))
         return 0
     except AblationError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        console.print(f"error: {exc}")
         return 2
     except KeyboardInterrupt:
-        print("interrupted: rerun the same command with --run-prefix to resume its runs", file=sys.stderr)
+        console.print("interrupted: rerun the same command with --run-prefix to resume its runs")
         return 130
 
 
