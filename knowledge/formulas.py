@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from typing import TypedDict
 
+from pragma.knowledge.reductions import EXP_NEG
+
 # Element-wise operators: name -> (signature with PyTorch's defaults, C++ expression in v). The
 # expression is valid C++ with `using namespace std` and the signature's arguments as constants:
 # tests/test_formulas.py compiles every one with g++ and compares it with torch. Constants are
@@ -132,28 +134,12 @@ for (int64_t c = 0; c < C; ++c) {
     # One group per channel; affine=False by default (no weight or bias arguments then).
     "instance_norm": _GROUPED.replace("GROUPS;  // the number of groups", "C;  // one group per channel"),
 }
-# exp(v) for v <= 0 (softmax's v - max) in float, branch-free, so g++ vectorizes the loop that calls
-# it: v = k ln2 + f with |f| <= ln2/2 (k rounded by the 1.5 * 2^23 trick, which vectorizes where
+# EXP_NEG (defined once, in knowledge/reductions.py): exp(v) for v <= 0 (softmax's v - max) in
+# float, branch-free, so g++ vectorizes the loop that calls it: v = k ln2 + f with |f| <= ln2/2 (k rounded by the 1.5 * 2^23 trick, which vectorizes where
 # std::round does not), exp(f) by Cephes' degree-6 polynomial (about 1 ulp), times 2^k built in
 # the exponent bits. Below -87 the result is clamped to ~1e-38 instead of 0 (torch: 0 or a
 # denormal; the difference is below any tolerance). Why not std::exp: g++ calls glibc's scalar
 # expf once per element (no vector code without -ffast-math), the 0.08x-0.3x softmax kernels.
-EXP_NEG = """auto exp_neg = [](float v) {  // exp(v) for v <= 0, vectorizable
-    v = v < -87.0f ? -87.0f : v;
-    const float k = (v * 1.44269504f + 12582912.0f) - 12582912.0f;  // round(v / ln2)
-    const float f = (v - k * 0.693359375f) + k * 2.12194440e-4f;  // v - k ln2, ln2 in two parts
-    float p = 1.9875691500e-4f;
-    p = p * f + 1.3981999507e-3f;
-    p = p * f + 8.3334519073e-3f;
-    p = p * f + 4.1665795894e-2f;
-    p = p * f + 1.6666665459e-1f;
-    p = p * f + 5.0000001201e-1f;
-    p = p * f * f + f + 1.0f;
-    const int32_t bits = ((int32_t)k + 127) << 23;  // 2^k as a float's bits
-    float two_k;
-    __builtin_memcpy(&two_k, &bits, sizeof two_k);  // no header needed
-    return p * two_k;
-};"""
 # The largest of a row in 16 float lanes (g++: vector max), for softmax and log_softmax.
 _ROW_MAX = """float m = row[0];
 #pragma omp simd reduction(max : m)
