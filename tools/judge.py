@@ -706,16 +706,15 @@ class Judge:
         if rep.get("ok") is not True:
             self.precise_info["unavailable"] = str(rep.get("error", "failed"))[:200]
             return None
-        out = self.fetch("reference", precise=True)
-        return out
+        return self.fetch("reference", precise=True)
 
-    def _affine(self) -> list[bool]:
+    def _affine(self, base: Any) -> list[bool]:
         """Per output: is the reference affine in each of its float inputs (compare.affine_outputs)?
-        Decided once per verification, in float64, on the inputs the reference runner holds."""
+        Decided once per verification, in float64, on the inputs the reference runner holds
+        (``base``: its float64 output on them, already fetched by the caller)."""
         if self.affine is None:
             views = self.bindings["reference"].views
             floats = [i for i, x in enumerate(views) if isinstance(x, torch.Tensor) and x.is_floating_point()]
-            base = self._precise()
             flags: list[bool] | None = None
             for j in floats if base is not None else []:
                 probes = []
@@ -749,7 +748,7 @@ class Judge:
             precise = self._precise()
             if precise is None:
                 return cmp
-            affine = self._affine()
+            affine = self._affine(precise)
             magnitude: list[Any] = [None] * len(cmp_mod.tensors_of(ref_out))
             if any(affine) and len(affine) == len(magnitude):
                 mags = cmp_mod.tensors_of(self._precise(magnitude=True))
