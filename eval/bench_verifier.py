@@ -140,6 +140,8 @@ def _row(result: dict[str, Any], wall_s: float) -> dict[str, Any]:
         "timing_slot_waited_s": result["timing_slot_waited_s"],
         "checks_slot_waited_s": result["checks_slot_waited_s"],
         "audited": len(result["audited_calls"]),
+        "audit_ms_total": round(result.get("audit_ms_total", 0.0), 2),
+        "audit_escape_at_quarter": result.get("audit_escape_at_quarter", 1.0),
         "timed_rounds": len(result["samples_ms"]["candidate"]),
         "warmup_rounds": result["warmup_rounds"],
         "null_round_trip_ms": round(result["null_round_trip_ms"], 4),
@@ -193,6 +195,9 @@ def _series(label: str, ctx: Any, repeats: int, distinct: bool, beside: Beside |
         "median_runtime_ms": round(statistics.median(r["runtime_ms"] for r in rows), 4),
         "median_fresh_inputs_ms_per_round": round(statistics.median(r["fresh_inputs_ms_per_round"] for r in rows), 3),
         "median_spot_read_ms_per_call": round(statistics.median(r["spot_read_ms_per_call"] for r in rows), 4),
+        "median_audits": statistics.median(r["audited"] for r in rows),
+        "median_audit_ms_total": round(statistics.median(r["audit_ms_total"] for r in rows), 2),
+        "worst_audit_escape_at_quarter": max(r["audit_escape_at_quarter"] for r in rows),
     }
 
 
@@ -333,7 +338,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{lat['median_fresh_inputs_ms_per_round']:.2f} ms per round (outside the timed calls); the judge's "
         f"spot read {lat['median_spot_read_ms_per_call'] * 1e3:.0f} us per call inside every timed window "
         f"({100 * lat['median_spot_read_ms_per_call'] / max(lat['median_runtime_ms'], 1e-9):.1f}% of the "
-        f"candidate's median call)"
+        f"candidate's median call); full audits {lat['median_audits']:g} per verification, "
+        f"{lat['median_audit_ms_total']:.0f} ms in all (outside the timed calls): a kernel wrong on 25% of its "
+        f"timed calls, on elements the spot reads miss, escapes with probability "
+        f"{100 * lat['worst_audit_escape_at_quarter']:.2f}% (target <= 1%)"
     )
     for key, where in (("head_to_head", "alone"), ("head_to_head_beside", "with pragma eval beside")):
         if key in figures:

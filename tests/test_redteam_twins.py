@@ -51,5 +51,5 @@ def test_every_timing_class_of_issue_33_has_a_case():
     beside its twin; the intermittent stale buffer is a `runtime-expect:` case (rejected)."""
     names = {p.values[0].stem for p in twin_cases()}
     assert {"changed_rows_matmul", "fault_deferred_relu"} <= names
-    stale = ADVERSARIAL / "intermittent_stale_relu.py"
-    assert _field(stale.read_text(), "runtime-expect") == "rejected audited_calls"
+    for name in ("intermittent_stale_relu", "intermittent_sparse_relu"):  # wrong on most elements / on one
+        assert _field((ADVERSARIAL / f"{name}.py").read_text(), "runtime-expect") == "rejected audited_calls"

@@ -169,12 +169,14 @@ def test_timed_rounds_end_once_the_speedup_is_precise_enough(isolated_data_dir, 
     assert result["status"] == "ok", result["message"]
     assert all(len(v) == rounds for v in result["samples_ms"].values())
     assert result["timed_rounds_stop"].startswith(why), result["timed_rounds_stop"]
-    # Audits and recorded rounds were drawn so a short batch keeps a whole batch's count (3 for
-    # 60 rounds, and the last round: recorded rounds are extra, not samples).
+    # Audits and recorded rounds were drawn so a short batch keeps a whole batch's count (17, the
+    # last round among them: recorded rounds are extra, not samples), issue 33's <= 1% escape for a
+    # kernel wrong on a quarter of its timed calls.
     audited, recorded = result["audited_calls"], result["recorded_calls"]
-    assert len(audited) >= 3 and recorded
+    assert len(set(audited)) >= 17 and recorded
+    assert result["audit_escape_at_quarter"] <= 0.01
     if ci_pct > 0:  # the batch may end early: all but one drawn among the first 30 rounds
-        assert len([i for i in audited if i < 30]) >= 2
+        assert len([i for i in audited if i < 30]) >= 16
     assert max(audited) == rounds + len(recorded) - 1
     # A steady kernel settles long before the 5 s cap on the warm-up.
     assert 10 <= result["warmup_rounds"] and result["warmup_elapsed_s"] < 5.0
