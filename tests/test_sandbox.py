@@ -213,3 +213,26 @@ def test_runners_keep_their_heap_on_huge_pages(tmp_path, policy):
     )
     if "[never]" not in thp:
         assert got["huge_kib"] >= 32 * 1024, got  # THP_MEM_ALLOC_ENABLE from sandbox_env took effect
+
+
+def test_builds_outside_a_verification_run_at_the_lowest_priority(isolated_data_dir, tmp_path, monkeypatch):
+    """The tuner's parallel prebuilds must not share a timed core at equal weight (sandbox.BUILD_NICE):
+    a real build worker's process runs at nice 19; a verification's judge at the launcher's own."""
+    from pragma.tools.verify import prebuild_kernel
+
+    seen = tmp_path / "priorities"
+    real = sandbox._limits
+
+    def recording(*args):  # runs in the child between fork and exec, after the real limits
+        real(*args)
+        with open(seen, "a") as f:
+            f.write(f"{os.getpriority(os.PRIO_PROCESS, 0)}\n")
+
+    monkeypatch.setattr(sandbox, "_limits", recording)
+    cpp = '#include <cstdint>\nextern "C" void k(float* y, int64_t n) { for (int64_t i = 0; i < n; ++i) y[i] = 0.f; }\n'
+    ctx = resolve_context()
+    assert prebuild_kernel(str(EXAMPLES / "relu.py"), cpp, "nice_probe", ctx) == "ok"
+    assert seen.read_text().split() == [str(sandbox.BUILD_NICE)]
+    result = verify_candidate(str(EXAMPLES / "relu.py"), (CANDIDATES / "relu_fast.py").read_text(), ctx)
+    assert result["status"] == "ok", result["message"]
+    assert seen.read_text().split()[1:] in ([], [str(os.getpriority(os.PRIO_PROCESS, 0))])
