@@ -216,6 +216,16 @@ NAN_HINT = (
 )
 
 
+# The dynamic loader's wording for a function the .so declares but never defines. The embedded model
+# (make demo, ReLU, attempt 1) pasted pragma_kernel's signature from the prompt and ended it with `;`:
+# the library compiled and linked (a shared library may leave symbols undefined) and failed to load.
+_UNDEFINED_SYMBOL = re.compile(r"undefined symbol: (\w+)")
+UNDEFINED_SYMBOL_HINT = (
+    "`{0}` is declared but has no body: the code gives its signature and ends it with `;`. Write the "
+    "function: replace that `;` by `{{ ... }}` holding the loop that writes every output element"
+)
+
+
 # tools/compare.py's wording when only the first rows of an output are right.
 FIRST_ROWS_ONLY = "rows match, every later row differs"
 ROW_LOOP_HINT = (
@@ -278,6 +288,8 @@ def repair_hints(result: dict[str, Any], fmt: str = "module") -> str:
             hint = f"{NAN_HINT}; {hint}"
         elif status == "mismatch" and FIRST_ROWS_ONLY in (result.get("message") or ""):
             hint = f"{ROW_LOOP_HINT}; {hint}"
+        elif status == "runtime_error" and (m := _UNDEFINED_SYMBOL.search(result.get("message") or "")):
+            hint = f"{UNDEFINED_SYMBOL_HINT.format(m.group(1))}; {hint[0].lower()}{hint[1:]}"
         if status == "compile_error" and (fix := compiler_fix(first, source)):
             hint = f"{fix}; {hint[0].lower()}{hint[1:]}"
             if source:

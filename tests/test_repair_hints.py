@@ -265,3 +265,23 @@ def test_nan_where_the_reference_is_finite_says_where_nan_comes_from():
     assert "square root or log of a value that can be negative" in text
     plain = hints.repair_hints({"status": "mismatch", "message": "trial 0: output 0: 5 of 9 elements differ"}, "kernel")
     assert "square root" not in plain
+
+
+@pytest.mark.integration  # load_problem probes in a subprocess; the verifier builds and loads the .so
+def test_a_kernel_declared_but_never_defined_gets_a_repair_that_names_the_fix():
+    """The embedded model (make demo, ReLU, attempt 1) pasted pragma_kernel's signature and ended it
+    with `;`: g++ built the library (a shared library may leave symbols undefined) and loading it
+    failed with `undefined symbol: pragma_kernel`; the generic runtime advice said to check indices."""
+    import re
+
+    from pragma.tools import glue
+    from pragma.tools.problem import load_problem
+
+    loaded = load_problem(EXAMPLES / "relu.py")
+    spec = glue.kernel_spec(loaded)
+    cpp = "#include <cstdint>\n" + re.sub(r"//[^\n]*", "", glue.prototype(spec)).rstrip() + "\n"
+    assert cpp.rstrip().endswith(";")  # the declaration alone, as the model wrote it
+    result = verify_candidate(loaded["path"], glue.module_source(spec, cpp), resolve_context(timed_calls=3))
+    assert result["status"] == "runtime_error" and "undefined symbol: pragma_kernel" in result["message"]
+    text = hints.repair_hints(result, "kernel")
+    assert "`pragma_kernel` is declared but has no body" in text and "replace that `;` by `{ ... }`" in text
