@@ -38,15 +38,16 @@ from typing import Any, TypedDict
 
 import torch
 
+from pragma.tools import acceptance, freshen, landlock, peek, shm, spawn, stats, stress, timing_slot
 from pragma.tools import compare as cmp_mod
-from pragma.tools import freshen, landlock, peek, shm, spawn, stats, stress, timing_slot
 from pragma.tools.anticheat import RULES
+from pragma.tools.wire.verification import SandboxedRequest
 
 TIMED_CANDIDATE = "candidate_timed"  # the candidate's second runner, timed against the best
 # A second pair, loaded beside the best too, times a would-be acceptance once more (Judge.confirm),
-# unless the first pair's CI clears the bar by more than any per-process bias measured (1.17x).
+# unless the first pair's CI clears the bar by more than any per-process bias measured
+# (acceptance.needs_confirmation).
 CONFIRM = {"candidate": "candidate_confirm", "best": "best_confirm"}
-CONFIRM_BELOW = 1.25  # x (1 + acceptance_margin)
 SETTLE_S = 0.02  # the first trial waits this long before checking that the output stopped changing
 WARMUP_MAX_ROUNDS = 10_000
 WARMUP_WINDOW = 5  # calls per window of the settle test (two windows: 10 calls at least)
@@ -328,7 +329,7 @@ class Binding:
 class Judge:
     def __init__(
         self,
-        req: dict[str, Any],
+        req: SandboxedRequest,
         workdir: Path,
         runners: dict[str, spawn.RunnerHandle],
         seeds: Seeds,
@@ -338,9 +339,9 @@ class Judge:
         self.isolation = isolation
         self.v = Verdicts()
         self.atol, self.rtol = float(req["atol"]), float(req["rtol"])
-        self.bar = 1.0 + float(req.get("acceptance_margin", 0.0))  # the CI vs the best must clear it
+        self.bar = acceptance.bar(float(req["acceptance_margin"]))  # the CI vs the best must clear it
         self.n_threads = int(req["num_threads"])
-        self.device = str(req.get("device", "cpu"))
+        self.device = str(req["device"])
         self.bindings = {role: Binding(h) for role, h in runners.items()}
         self.builds: list[dict[str, Any]] = []
         self.best_error = ""
@@ -403,7 +404,7 @@ class Judge:
         how = self.runners[role].reap()
         what = "candidate" if role == "candidate" else role
         hint = {
-            "SIGKILL": f" (killed: out of memory? the address-space limit is {self.req.get('memory_limit_bytes')} bytes)",
+            "SIGKILL": f" (killed: out of memory? the address-space limit is {self.req['memory_limit_bytes']} bytes)",
             "SIGXCPU": " (CPU-time limit of the sandbox)",
         }.get(how, "")
         if how in ("SIGSEGV", "SIGBUS") and role in self.bindings and self.bindings[role].shared:
@@ -433,7 +434,7 @@ class Judge:
             if rep.get("ok") is True:
                 break
             need = rep.get("need_bytes")
-            if type(need) is int and 0 < need <= int(self.req.get("memory_limit_bytes", 1 << 34)):
+            if type(need) is int and 0 < need <= int(self.req["memory_limit_bytes"]):
                 if b.out_region is not None:
                     b.out_region.close()
                 b.out_region = shm.Region(need * 2 if need < (1 << 28) else need, name=f"pragma-out-{role}")
@@ -479,7 +480,7 @@ class Judge:
                     {
                         "status": "runtime_error",
                         "message": f"memory limit exceeded "
-                        f"({self.req.get('memory_limit_bytes')} bytes of address space per sandbox): {text}",
+                        f"({self.req['memory_limit_bytes']} bytes of address space per sandbox): {text}",
                         "log_tail": str(rep.get("log_tail", ""))[-4000:],
                     }
                 )
@@ -502,7 +503,7 @@ class Judge:
             "device": self.device,
             "num_threads": self.n_threads,
             "problem_path": self.req["problem_path"],
-            "backend": self.req.get("backend", "cpu"),
+            "backend": self.req["backend"],
         }
         rep = self.ask(
             "reference",
@@ -631,7 +632,7 @@ class Judge:
     ) -> tuple[Any, dict[str, Any]]:
         """One candidate call under every per-call rule; returns (output, reply)."""
         # Triton after the release: the hook hiding the interpreter's aten plumbing is gone.
-        record = not (self.released and self.req.get("backend") == "gpu")
+        record = not (self.released and self.req["backend"] == "gpu")
         rep = self.call(role, record=record, count=True, check=True)
         # Fetched first, one round trip after forward returned: later work on the output (a thread
         # still writing it) shows as a difference from the second fetch below.
@@ -956,7 +957,7 @@ class Judge:
                 peek.read_prepared(pid, prep, out)
                 self.spots[role] = prep  # validated and unpacked after the window (_spot_settle)
             else:
-                where = peek.parse(out, int(self.req.get("memory_limit_bytes", 1 << 34)))
+                where = peek.parse(out, int(self.req["memory_limit_bytes"]))
                 self.spots[role] = (where, [peek.spot(pid, w, self.spot_unit) for w in where[: peek.MAX_OUTPUTS]])
                 self.spot_layouts[role] = where
         except peek.Unreadable as exc:
@@ -968,7 +969,7 @@ class Judge:
         got = self.spots.get(role)
         if isinstance(got, peek.Prepared):
             try:
-                where = peek.parse(rep.get("out"), int(self.req.get("memory_limit_bytes", 1 << 34)))
+                where = peek.parse(rep.get("out"), int(self.req["memory_limit_bytes"]))
                 self.spots[role] = (where, peek.prepared_values(got))
                 self.spot_layouts[role] = where
             except peek.Unreadable as exc:
@@ -1116,7 +1117,7 @@ class Judge:
         placement = self._bind_timed_inputs(roles, masters)
         flops = self.ask("reference", {"op": "flops"})
         # Every element new before every timed round (freshen.Refill), outside the timed calls.
-        plans = freshen.Refill.build(masters, self._inputs, self.gen) if self.req.get("fresh_inputs", True) else None
+        plans = freshen.Refill.build(masters, self._inputs, self.gen) if self.req["fresh_inputs"] else None
         fresh_mode = (
             "off (fresh_inputs=false)"
             if plans is None
@@ -1150,14 +1151,14 @@ class Judge:
             while True:
                 # Alone (no best to beat), timing may end once the speedup is precise enough; against
                 # a best every batch runs whole (the acceptance margins were calibrated on whole batches).
-                stop_pct = float(self.req.get("timing_ci_pct", 0.0)) if "best" not in roles else 0.0
+                stop_pct = float(self.req["timing_ci_pct"]) if "best" not in roles else 0.0
                 round_index += self._run_batch(
                     roles, masters, plans, timed, round_index, samples, audited, recorded, stop_pct
                 )
                 if "best" not in roles or batches >= EXTRA_BATCHES_MAX:
                     break
                 low, high = stats.ratio_ci(samples["best"], samples["candidate"])
-                if not (low <= self.bar <= high):  # the interval already decides against the acceptance bar
+                if acceptance.decided((low, high), self.bar):  # more rounds cannot change the decision
                     break
                 decision_log.append(
                     f"after {round_index} rounds the CI vs the best [{low:.3f}, {high:.3f}] "
@@ -1167,7 +1168,7 @@ class Judge:
             confirmation = {}
             if "best" in roles and spares:
                 low, _ = stats.ratio_ci(samples["best"], samples["candidate"])
-                if self.bar < low < self.bar * CONFIRM_BELOW:
+                if acceptance.needs_confirmation(low, self.bar):
                     for h in spares:
                         self.idle_ticks["best"] += cpu_ticks(h.pid) - spare_ticks[h.pid]
                     confirmation = self.confirm(roles, masters, plans, timed, round_index, audited, recorded)
@@ -1184,7 +1185,7 @@ class Judge:
         changed = False
         if batches and "best" in roles:
             low, high = stats.ratio_ci(samples["best"], samples["candidate"])
-            changed = not (low <= self.bar <= high)  # the first batch alone could not decide
+            changed = acceptance.decided((low, high), self.bar)  # the first batch alone could not decide
             decision_log.append(
                 f"after {round_index} rounds: [{low:.3f}, {high:.3f}]"
                 + (" - decided" if changed else f" - still straddles {self.bar:.3f}: not accepted")
@@ -1230,7 +1231,7 @@ class Judge:
         while warm < WARMUP_MAX_ROUNDS and (
             warm < int(self.req["warmup_calls"])
             or (
-                (perf_counter_ns() - t_start) / 1e9 < float(self.req.get("warmup_s", 0.0))
+                (perf_counter_ns() - t_start) / 1e9 < float(self.req["warmup_s"])
                 and not all(settled(t) for t in times.values())
             )
         ):
@@ -1276,7 +1277,7 @@ class Judge:
             "samples_ms": samples,
             "warmup_rounds": warm,
             "speedup_vs_best_ci": [low, high],
-            "confirmed": low > self.bar,
+            "confirmed": acceptance.clears(low, self.bar),
         }
 
     def _run_batch(
@@ -1300,7 +1301,7 @@ class Judge:
         # Recorded rounds are extra rounds (the recording slows the call): ``timed`` samples remain.
         # Not with Triton: the launch hook that hides the interpreter's own aten plumbing from the
         # recorder is removed before timing (it would slow every timed launch).
-        n_record = 0 if self.req.get("backend") == "gpu" else max(1, round(timed * RECORD_FRACTION))
+        n_record = 0 if self.req["backend"] == "gpu" else max(1, round(timed * RECORD_FRACTION))
         rounds = range(first, first + timed + n_record)
         # A batch that may end early draws all its audits but one among the first MIN_TIMED_ROUNDS
         # rounds (the rest among all; the round it ends on is always audited): ending early must
@@ -1309,7 +1310,7 @@ class Judge:
         n_audit = min(len(rounds), max(MIN_AUDITS, round(timed * AUDIT_FRACTION)))
         audit_set = self._draw(early, rounds, n_audit - 1, n_audit)
         record_set = self._draw(early, rounds, 1, n_record) if n_record else set()
-        fresh = bool(self.req.get("fresh_inputs", True))
+        fresh = bool(self.req["fresh_inputs"])
         n_sampled = 0
         for i in rounds:
             if fresh:  # round 0 too: the warm-up rounds saw the first inputs
@@ -1506,10 +1507,10 @@ class Judge:
         pids: set[int] = set(children_of(os.getpid()))  # a runner's child cloned with CLONE_PARENT is the judge's
         for h in self.runners.values():
             pids.update(children_of(h.pid))
-        if self.req.get("fresh_proc"):  # own PID namespace and /proc: pid 1 is the sandbox's init
+        if self.req["fresh_proc"]:  # own PID namespace and /proc: pid 1 is the sandbox's init
             pids.update(p for p in children_of(1) if p not in known)
         out = {f"{p} ({_status_field(p, 'Name')})": cpu_ticks(p) for p in pids - known}
-        if self.req.get("fresh_proc"):  # orphans (their parent exited first) are reaped by init: its cutime
+        if self.req["fresh_proc"]:  # orphans (their parent exited first) are reaped by init: its cutime
             out["1 (init: orphans it reaped)"] = child_ticks(1)
         return out
 
@@ -1635,15 +1636,15 @@ def _nbytes(values: Any) -> int:
     return sum(t.numel() * t.element_size() for t in cmp_mod.tensors_of(values) if isinstance(t, torch.Tensor))
 
 
-def _writable(req: dict[str, Any], workdir: Path) -> list[str]:
-    writable = [str(workdir), *req.get("writable_paths", [])]
-    if req.get("device", "cpu") == "cuda":  # CUDA opens the GPU's device nodes read-write
+def _writable(req: SandboxedRequest, workdir: Path) -> list[str]:
+    writable = [str(workdir), *req["writable_paths"]]
+    if req["device"] == "cuda":  # CUDA opens the GPU's device nodes read-write
         writable += landlock.device_writable("cuda")
     return writable
 
 
 def main(request_path: str) -> int:
-    req = json.loads(Path(request_path).read_text())
+    req: SandboxedRequest = json.loads(Path(request_path).read_text())
     os.unlink(request_path)
     workdir = Path(req["workdir"])
     writable = _writable(req, workdir)
@@ -1652,7 +1653,7 @@ def main(request_path: str) -> int:
     freshen.prepare()
     isolation = {"filesystem": landlock.confine(landlock.for_children(writable))}
     torch.set_num_threads(int(req["num_threads"]))
-    if req.get("backend") == "gpu":
+    if req["backend"] == "gpu":
         import triton  # noqa: F401 - imported before the fork: runners then share its import cost
 
     spawn.prime_torch()  # torch's own lazy imports, before the fork (free when forked from the zygote)
@@ -1672,7 +1673,7 @@ def main(request_path: str) -> int:
         # The candidate is timed against the best in a runner whose history is the best's (loaded,
         # then warmed up and timed), not in the one that ran the correctness trials: see Judge.fresh_candidate.
         runners[TIMED_CANDIDATE] = fork_runner(TIMED_CANDIDATE)
-        if req.get("device", "cpu") == "cpu":  # on a GPU each would hold a CUDA context of its own
+        if req["device"] == "cpu":  # on a GPU each would hold a CUDA context of its own
             for spare in CONFIRM.values():
                 runners[spare] = fork_runner(spare)
     # What every runner's tasks must keep (Judge._check_scheduling): the judge's nice and policy,
@@ -1719,8 +1720,8 @@ def main(request_path: str) -> int:
         result["stress"] = judge.extra["stress"]
     if judge.precise_info:
         result["precise_reference"] = judge.precise_info
-    if req.get("backend") == "gpu":
-        result["device"] = req.get("device_note") or req.get("device", "cpu")
+    if req["backend"] == "gpu":
+        result["device"] = req["device_note"] or req["device"]
     if judge.best_error:
         result["best_error"] = judge.best_error
     _announce(workdir, "done")

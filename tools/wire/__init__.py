@@ -1,0 +1,5 @@
+"""The wire: what crosses a process boundary, typed (neither judging nor candidate-side code).
+
+``verification``: the verifier's request (launcher -> judge) and result (judge -> verifier ->
+graph state). Neutral: both sides import these modules; they import no judging or inside code.
+"""
