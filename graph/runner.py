@@ -14,7 +14,7 @@ from pragma.graph.builder import compile_app
 from pragma.graph.context import Context, context_to_dict
 from pragma.graph.report import write_outputs
 from pragma.nodes import chat, llm
-from pragma.tools import acceptance
+from pragma.tools.judging import acceptance
 
 
 def check_models(ctx: Context, console: Console | None = None, *, start_local: bool = True) -> None:
@@ -100,7 +100,7 @@ def _progress(console: Console, node: str, update: dict[str, Any], best: dict[st
         text = f"attempt {a['iteration']} ({a['origin']}): {v['status']}"
         if v["status"] == "ok":
             text += f", speedup {v['speedup']:.3f}x ({v['runtime_ms']:.4f} ms vs {v['ref_runtime_ms']:.4f} ms)"
-            # The profiler crowns exactly what the verifier accepted (tools/acceptance.py, rule 5).
+            # The profiler crowns exactly what the verifier accepted (tools/judging/acceptance.py, rule 5).
             update = {"speedup": v["speedup"]}
             if v.get("is_new_best") is not None:
                 update["is_new_best"] = v["is_new_best"]

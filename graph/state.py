@@ -4,7 +4,7 @@ Invariants:
 - ``attempts`` is append-only (one entry per verified candidate, in iteration order).
 - ``best`` only ever moves to a candidate the verifier accepted as a new best: correct, re-checked
   on held-out inputs, plausible, and with the 95% CI of its speedup over the current best above
-  1 + ``acceptance_margin`` (the rule: tools/acceptance.py; the reducer: ``keep_best``).
+  1 + ``acceptance_margin`` (the rule: tools/judging/acceptance.py; the reducer: ``keep_best``).
 - ``usage`` accumulates token counts over every LLM call of the run.
 - ``attempts`` is also the lineage: each names its ``parent`` (the node it was refined or repaired
   from, 0 for a fresh start) and carries its diff against it (graph/lineage.py draws the tree).
@@ -15,7 +15,7 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, TypedDict
 
-from pragma.tools import acceptance
+from pragma.tools.judging import acceptance
 from pragma.tools.wire.verification import VerifyResult
 
 
@@ -66,7 +66,7 @@ class Guidance(TypedDict, total=False):
 
 
 def keep_best(current: Best | None, update: Best | None) -> Best:
-    """Reducer for the historical best (the rule: tools/acceptance.py, rule 5).
+    """Reducer for the historical best (the rule: tools/judging/acceptance.py, rule 5).
 
     An update for the same iteration merges into it (the profiler attaches the profile later).
     An update carrying the verifier's decision (``is_new_best``) is obeyed: the verifier timed the

@@ -8,11 +8,11 @@ functions (``pragma_exp``, ``pragma_expm1``, ``pragma_log1p``, ``pragma_tanh``, 
 each operator as a function over them, in the same shape as the scalar ones (``elu_fn(v, alpha)``).
 
 Two facts of g++ 12 (Debian 12) shape every line here, measured on this machine (AMD EPYC Zen 4, -march
-native = znver3 + AVX-512) with the verifier's flags (tools/cext.py):
+native = znver3 + AVX-512) with the verifier's flags (tools/inside/cext.py):
 
 - A float ``c ? a : b`` whose arm computes something (``v >= 0 ? v : slope * v``, a clamp followed by
   arithmetic) is not vectorized at all on AVX2 (-mno-avx512f): g++ sinks the arithmetic into the arm,
-  and without -fno-trapping-math (which the verifier refuses, tools/anticheat.py) it will not execute
+  and without -fno-trapping-math (which the verifier refuses, tools/judging/anticheat.py) it will not execute
   a float operation speculatively ("not vectorized: control flow in loop"). With AVX-512 it masks
   the arm instead. So every select here is ``pragma_select``: the same choice made on the bits, which
   g++ vectorizes on both (vpternlogd / vpand+vpandn+vpor), with both values computed first.

@@ -9,8 +9,8 @@ from langgraph.runtime import Runtime
 
 from pragma.graph.context import Context
 from pragma.graph.state import PragmaState
-from pragma.tools.acceptance import best_update
 from pragma.tools.backends import backend_for
+from pragma.tools.judging.acceptance import best_update
 from pragma.tools.profilers import diff
 
 log = logging.getLogger("pragma.profiler")

@@ -39,7 +39,8 @@ from pragma.nodes.conductor import conductor
 from pragma.nodes.profiler import _remember, profile_candidate
 from pragma.nodes.repair import repair
 from pragma.nodes.verifier import verifier
-from pragma.tools import acceptance, glue
+from pragma.tools import glue
+from pragma.tools.judging import acceptance
 from pragma.tools.verify import prebuild_kernel
 
 # Failure details a review's repair needs (the verifier's attempt record leaves them out: large).

@@ -1,9 +1,9 @@
-"""The acceptance rule (tools/acceptance.py) is the one place "is this the new best?" is decided."""
+"""The acceptance rule (tools/judging/acceptance.py) is the one place "is this the new best?" is decided."""
 
 import ast
 from pathlib import Path
 
-from pragma.tools import acceptance
+from pragma.tools.judging import acceptance
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -141,6 +141,6 @@ def plausibility(ctx: Context, traffic_bytes: int, runtime_min_ms: float, ref_ru
         from pragma.tools import gpu_spec
 
         return gpu_plausibility(traffic_bytes, runtime_min_ms, gpu_spec.device_spec())
-    from pragma.tools import physical
+    from pragma.tools.judging import physical
 
     return physical.plausibility(traffic_bytes, runtime_min_ms, ref_runtime_min_ms, ctx.num_threads)

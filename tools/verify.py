@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any, cast
 
 from pragma.graph.context import Context, data_dir
-from pragma.tools import acceptance, anticheat, device, physical, sandbox, stats, timing_slot
+from pragma.tools import device
+from pragma.tools.judging import acceptance, anticheat, physical, stats
+from pragma.tools.launch import sandbox, timing_slot
 from pragma.tools.wire.verification import Mode, Status, VerifyRequest, VerifyResult
 
 STATUSES: tuple[str, ...] = Status.__args__  # type: ignore[attr-defined]
@@ -187,7 +189,7 @@ def _finite(value: Any) -> Any:
     return str(value)
 
 
-# The tests (and older callers) name the decision by this name; the rule lives in tools/acceptance.py.
+# The tests (and older callers) name the decision by this name; the rule lives in tools/judging/acceptance.py.
 _accept = acceptance.decide
 
 
@@ -197,7 +199,7 @@ def verify_candidate(
     """Compile, check and time ``code`` against the problem's reference in the sandbox.
 
     With ``best_code`` (the current historical best) the best is timed in the same interleaved
-    rounds, and ``is_new_best`` follows the acceptance rule (tools/acceptance.py).
+    rounds, and ``is_new_best`` follows the acceptance rule (tools/judging/acceptance.py).
     """
     from pragma.tools.export import unwrap
 

@@ -2,6 +2,6 @@
 
 ``runner`` (the loop a forked runner process serves), ``guards`` (runtime checks inside that
 process; advisory, since the candidate owns it). Nothing here decides a verdict: the judge
-(``pragma.tools.judge``) does, and ``tests/test_boundary.py`` fails if a judging module imports
+(``pragma.tools.judging.judge``) does, and ``tests/test_boundary.py`` fails if a judging module imports
 anything from this package.
 """

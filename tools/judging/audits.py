@@ -11,8 +11,8 @@ from typing import Any
 
 import torch
 
-from pragma.tools import compare as cmp_mod
-from pragma.tools import peek
+from pragma.tools.judging import compare as cmp_mod
+from pragma.tools.judging import peek
 from pragma.tools.judging.neighbours import (
     cpu_clock_ns,
     cpu_ticks,

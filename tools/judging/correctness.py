@@ -9,8 +9,8 @@ from typing import Any
 
 import torch
 
-from pragma.tools import compare as cmp_mod
-from pragma.tools import freshen, stress
+from pragma.tools.judging import compare as cmp_mod
+from pragma.tools.judging import freshen, stress
 from pragma.tools.judging.runners import (
     _nbytes,
 )
@@ -265,7 +265,7 @@ class Correctness:
         return self.fetch("reference"), ""
 
     def stress(self) -> None:
-        """The candidate on the stress variants of a fresh, unseen draw (tools/stress.py, issue 12)."""
+        """The candidate on the stress variants of a fresh, unseen draw (tools/judging/stress.py, issue 12)."""
         started = time.perf_counter()
         # A draw the candidate never saw, from a secret seed: variants of the inputs it was called on
         # could be recognised (a fingerprint of what it last saw, negated or scaled) and answered

@@ -16,7 +16,7 @@ CORES_WINDOW_S = 0.2  # long against a scheduler tick (10 ms): the tick count's 
 
 
 # One timed call of the candidate may use num_threads cores for as long as it could run (from its
-# SIGCONT to its stop), within these margins. Pinned, it cannot use more (tools/seccomp.py); the
+# SIGCONT to its stop), within these margins. Pinned, it cannot use more (tools/launch/seccomp.py); the
 # clock is the scheduler's, exact for a stopped process, so the margins are small.
 CALL_CORES_SLACK = 1.02
 
@@ -161,7 +161,7 @@ class Neighbours:
     def _check_scheduling(self, when: str) -> None:
         """Every task of every runner, and the judge's main thread, still has the nice value, policy
         and cores it was forked with (``fair_scheduling``): no process lowered another's priority or
-        moved it. The candidate's filter refuses such calls (tools/seccomp.py); this reads the result
+        moved it. The candidate's filter refuses such calls (tools/launch/seccomp.py); this reads the result
         from /proc, so it also holds where no filter applied (another architecture, no seccomp)."""
         who = {h.pid: f"the {role} runner" for role, h in self.runners.items()}
         who[os.getpid()] = "the judge"

@@ -15,15 +15,16 @@ from typing import Any
 
 import torch
 
-from pragma.tools import compare as cmp_mod
-from pragma.tools import shm, spawn
-from pragma.tools.anticheat import RULES
+from pragma.tools.judging import compare as cmp_mod
+from pragma.tools.judging.anticheat import RULES
 from pragma.tools.judging.neighbours import (
     _status_field,
     children_of,
     thread_count,
 )
 from pragma.tools.judging.verdicts import Decided
+from pragma.tools.launch import spawn
+from pragma.tools.wire import shm
 
 TIMED_CANDIDATE = "candidate_timed"  # the candidate's second runner, timed against the best
 
@@ -276,7 +277,7 @@ class RunnerLifecycle:
             + (" (none)" if caps.strip("0") == "" and caps else "")
             + (
                 "; seccomp filter: flock refused (no lock of PRAGMA's can be held); no scheduling, "
-                "signals or memory of other processes, no affinity change (tools/seccomp.py)"
+                "signals or memory of other processes, no affinity change (tools/launch/seccomp.py)"
                 if filtered
                 else "; no seccomp filter"
             )

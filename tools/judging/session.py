@@ -1,6 +1,6 @@
 """The judge: decides a verification in a process that never imports candidate code.
 
-Invoked by the sandbox as ``python -m pragma.tools.judge REQUEST.json`` (already confined: env
+Invoked by the sandbox as ``python -m pragma.tools.judging.judge REQUEST.json`` (already confined: env
 allowlist, rlimits, namespaces). Order matters:
 
 1. confine its own writes (Landlock), import torch;
@@ -32,7 +32,7 @@ from typing import Any, TypedDict
 
 import torch
 
-from pragma.tools import acceptance, freshen, landlock, peek, shm, spawn, timing_slot
+from pragma.tools.judging import acceptance, freshen, peek
 from pragma.tools.judging.audits import Audits
 from pragma.tools.judging.correctness import JUDGE_CHECK_THREADS, Correctness
 from pragma.tools.judging.neighbours import (
@@ -50,6 +50,8 @@ from pragma.tools.judging.timing import (
     Timing,
 )
 from pragma.tools.judging.verdicts import Decided, Verdicts
+from pragma.tools.launch import landlock, spawn, timing_slot
+from pragma.tools.wire import shm
 from pragma.tools.wire.verification import SandboxedRequest
 
 _PR_SET_DUMPABLE = 4
@@ -152,7 +154,7 @@ class Judge(Timing, Audits, Correctness, RunnerLifecycle, Neighbours):
         # The whole verification shares the machine's slot: never beside another job's timed rounds
         # (its build, trials and stress variants stream whole inputs and outputs through the memory
         # the timed kernel reads, and take the other core), beside other jobs' verifications at
-        # will; the timed rounds inside take the slot exclusively (tools/timing_slot.py).
+        # will; the timed rounds inside take the slot exclusively (tools/launch/timing_slot.py).
         with timing_slot.share("verification") as checks_slot:
             self.load()
             return self._checked_and_timed(checks_slot)
@@ -236,7 +238,7 @@ def main(request_path: str) -> int:
     # process woken by a message (the reference) and one woken by SIGCONT (the candidate) would
     # otherwise differ, and on a loaded machine that difference lands in the speedup. Each runner
     # pins itself before anything else runs in it (no thread of it escapes the set), and is pinned
-    # from here too; its candidate cannot change the set (tools/seccomp.py).
+    # from here too; its candidate cannot change the set (tools/launch/seccomp.py).
     cores = sorted(os.sched_getaffinity(0))[: max(1, int(req["num_threads"]))]
     fork_runner = functools.partial(spawn.fork_runner, writable=writable, cores=cores)
     runners = {

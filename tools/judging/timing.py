@@ -1,6 +1,6 @@
 """Timing: warm-up, batches of interleaved rounds, fresh inputs before every round, early stop,
 extra batches while the CI straddles the acceptance bar, and the confirmation in a second pair of
-runners (the rule itself: tools/acceptance.py)."""
+runners (the rule itself: tools/judging/acceptance.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from pragma.tools import acceptance, freshen, shm, stats, timing_slot
+from pragma.tools.judging import acceptance, freshen, stats
 from pragma.tools.judging.audits import AUDIT_ESCAPE_SHARE, AUDIT_FRACTION, MIN_AUDITS, RECORD_FRACTION
 from pragma.tools.judging.neighbours import (
     child_ticks,
@@ -20,6 +20,8 @@ from pragma.tools.judging.runners import (
     CONFIRM,
     TIMED_CANDIDATE,
 )
+from pragma.tools.launch import timing_slot
+from pragma.tools.wire import shm
 
 WARMUP_MAX_ROUNDS = 10_000
 

@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from pragma.graph.context import Context
-from pragma.tools import gpu_spec, sandbox
+from pragma.tools import gpu_spec
 from pragma.tools.device import BackendUnavailable, device_for, memory_limit_bytes, sandbox_env
+from pragma.tools.launch import sandbox
 from pragma.tools.profilers import ncu
 from pragma.tools.profilers import roofline as cpu_roofline
 from pragma.tools.profilers.bottleneck import VOCABULARY, roofline_side

@@ -52,7 +52,7 @@ class VerifyRequest(TypedDict):
     fresh_inputs: bool
     """Change random input elements before every timed round (outside the timed calls)."""
     acceptance_margin: float
-    """The CI of the speedup over the best must lie above 1 + this (tools/acceptance.py)."""
+    """The CI of the speedup over the best must lie above 1 + this (tools/judging/acceptance.py)."""
     device: str
     """Where the tensors live: ``cpu`` or ``cuda`` (``device.device_for``)."""
     device_note: str
@@ -135,7 +135,7 @@ class VerifyResult(TypedDict):
     holdout_ok: bool
     """The candidate matched the reference on held-out inputs drawn after timing."""
     is_new_best: bool
-    """The acceptance decision (tools/acceptance.py)."""
+    """The acceptance decision (tools/judging/acceptance.py)."""
     acceptance: str
     """The decision's reason in one line."""
     best_runtime_ms: float

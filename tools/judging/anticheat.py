@@ -213,7 +213,7 @@ STRESS_INPUTS = _rule(
     "copy for ReLU, a polynomial fitted on [0, 1)) passes every trial. The candidate is also "
     "compared on the last trial's inputs negated, scaled by 1e-3 and 1e3 and with mixed signs, "
     "keeping what the problem states (integer, discrete, probability, symmetric, triangular, "
-    "diagonal, positive-definite inputs keep their structure; tools/stress.py). A variant whose "
+    "diagonal, positive-definite inputs keep their structure; tools/judging/stress.py). A variant whose "
     "reference output is not finite is skipped and listed with the reason.",
 )
 SPEEDUP_PLAUSIBLE = _rule(

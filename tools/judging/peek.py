@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from pragma.tools.shm import DTYPES, storage_elements
+from pragma.tools.wire.shm import DTYPES, storage_elements
 
 # Elements read per output per timed call (one process_vm_readv). Each scattered element costs the
 # judge ~1 us of kernel time on a warm machine (a page lookup in the runner) and ~4 us right after

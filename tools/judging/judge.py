@@ -1,8 +1,8 @@
-"""The judge's entry: ``python -m pragma.tools.judge REQUEST.json``, as the sandbox (and the
+"""The judge's entry: ``python -m pragma.tools.judging.judge REQUEST.json``, as the sandbox (and the
 pre-started zygote, through ``main``) launches it. The judge itself lives in ``tools/judging/``:
 ``session.py`` (the order of a verification and ``main``) and one module per concern.
 
-The names tests and tools reach through ``pragma.tools.judge`` are re-exported here.
+The names tests and tools reach through ``pragma.tools.judging.judge`` are re-exported here.
 """
 
 from __future__ import annotations
