@@ -16,12 +16,12 @@ from typing import Any
 import torch
 
 from pragma.tools.judging import compare as cmp_mod
-from pragma.tools.judging.anticheat import RULES
 from pragma.tools.judging.neighbours import (
     _status_field,
     children_of,
     thread_count,
 )
+from pragma.tools.judging.rules import RULES
 from pragma.tools.judging.verdicts import Decided
 from pragma.tools.launch import spawn
 from pragma.tools.wire import shm

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pragma.tools.judging.anticheat import RULES
+from pragma.tools.judging.rules import RULES
 
 
 class Decided(Exception):
