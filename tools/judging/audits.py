@@ -18,6 +18,7 @@ from pragma.tools.judging.neighbours import (
     cpu_ticks,
 )
 from pragma.tools.judging.verdicts import Decided
+from pragma.tools.wire.verification import SandboxedRequest
 
 AUDIT_FRACTION = 0.05  # share of timed rounds whose outputs are fetched and compared (~45 ms each for 32 MB outputs)
 
@@ -37,6 +38,8 @@ RECORD_FRACTION = 0.05  # share of timed rounds where the candidate's ops are re
 class Audits:
     """The timed call and what is checked of it. Mixed into ``session.Judge`` (state: ``spots``,
     ``spot_*``, ``audit_ns``, ``call_cpu``, ``released``, ``timed_region``)."""
+
+    req: SandboxedRequest  # the typed request (tools/wire/verification.py), set by Judge.__init__
 
     def timed_call(self, role: str, record: bool = False) -> tuple[float, dict[str, Any]]:
         """Judge's clock around one call's round trip (same protocol for every implementation).

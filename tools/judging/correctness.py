@@ -15,6 +15,7 @@ from pragma.tools.judging.runners import (
     _nbytes,
 )
 from pragma.tools.judging.verdicts import Decided
+from pragma.tools.wire.verification import SandboxedRequest
 
 SETTLE_S = 0.02  # the first trial waits this long before checking that the output stopped changing
 
@@ -28,6 +29,8 @@ JUDGE_CHECK_THREADS = max(1, min(2, len(os.sched_getaffinity(0))))
 class Correctness:
     """The checks before timing and the held-out re-check's comparison. Mixed into ``session.Judge``
     (state: ``ref_outs``, ``max_abs``/``mean_abs``, ``affine``, ``precise_info``, ``extra``)."""
+
+    req: SandboxedRequest  # the typed request (tools/wire/verification.py), set by Judge.__init__
 
     # --- checks -----------------------------------------------------------------------------------
 

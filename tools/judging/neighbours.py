@@ -12,6 +12,8 @@ import os
 import time
 from time import perf_counter_ns
 
+from pragma.tools.wire.verification import SandboxedRequest
+
 CORES_WINDOW_S = 0.2  # long against a scheduler tick (10 ms): the tick count's error is then <5%
 
 
@@ -133,6 +135,8 @@ def children_of(pid: int) -> list[int]:
 class Neighbours:
     """The judge's checks over ``/proc``. Mixed into ``session.Judge`` (state: ``runners``,
     ``sched_expected``, ``idle_ticks``, ``stop_ticks``, ``call_cpu``, ``cores_from``, ``v``)."""
+
+    req: SandboxedRequest  # the typed request (tools/wire/verification.py), set by Judge.__init__
 
     def _judge_call_cpu(self, pid: int, cpu0: int | None, may_run_ns: int) -> None:
         """No share of any timed call on more than num_threads cores (``thread_budget``).

@@ -25,6 +25,7 @@ from pragma.tools.judging.rules import RULES
 from pragma.tools.judging.verdicts import Decided
 from pragma.tools.launch import spawn
 from pragma.tools.wire import shm
+from pragma.tools.wire.verification import SandboxedRequest
 
 TIMED_CANDIDATE = "candidate_timed"  # the candidate's second runner, timed against the best
 
@@ -107,6 +108,8 @@ def _nbytes(values: Any) -> int:
 class RunnerLifecycle:
     """Talking to the runners and loading what they run. Mixed into ``session.Judge``, whose
     ``__init__`` sets the state read here (``req``, ``runners``, ``bindings``, ``problem``, ...)."""
+
+    req: SandboxedRequest  # the typed request (tools/wire/verification.py), set by Judge.__init__
 
     # --- plumbing ---------------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from pragma.tools.judging.runners import (
 )
 from pragma.tools.launch import timing_slot
 from pragma.tools.wire import shm
+from pragma.tools.wire.verification import SandboxedRequest
 
 WARMUP_MAX_ROUNDS = 10_000
 
@@ -62,7 +63,9 @@ def settled(call_ms: list[float]) -> bool:
 
 class Timing:
     """The timed phase of a verification (``timing``) and the confirmation (``confirm``). Mixed into
-    ``session.Judge``; one timed call and its audits are ``audits.Audits``'."""
+    ``session.Judge``; one timed call and its audits are ``audits.Audits``."""
+
+    req: SandboxedRequest  # the typed request (tools/wire/verification.py), set by Judge.__init__
 
     # --- timing -----------------------------------------------------------------------------------
 
