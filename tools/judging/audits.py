@@ -13,10 +13,7 @@ import torch
 
 from pragma.tools.judging import compare as cmp_mod
 from pragma.tools.judging import peek
-from pragma.tools.judging.neighbours import (
-    cpu_clock_ns,
-    cpu_ticks,
-)
+from pragma.tools.judging.neighbours import cpu_clock_ns, cpu_ticks
 from pragma.tools.judging.verdicts import Decided
 from pragma.tools.wire.verification import SandboxedRequest
 

@@ -11,9 +11,7 @@ import torch
 
 from pragma.tools.judging import compare as cmp_mod
 from pragma.tools.judging import freshen, stress
-from pragma.tools.judging.runners import (
-    _nbytes,
-)
+from pragma.tools.judging.runners import _nbytes
 from pragma.tools.judging.verdicts import Decided
 from pragma.tools.wire.verification import SandboxedRequest
 

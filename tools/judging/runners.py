@@ -16,11 +16,7 @@ from typing import Any
 import torch
 
 from pragma.tools.judging import compare as cmp_mod
-from pragma.tools.judging.neighbours import (
-    _status_field,
-    children_of,
-    thread_count,
-)
+from pragma.tools.judging.neighbours import _status_field, children_of, thread_count
 from pragma.tools.judging.rules import RULES
 from pragma.tools.judging.verdicts import Decided
 from pragma.tools.launch import spawn

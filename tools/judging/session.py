@@ -17,7 +17,8 @@ allowlist, rlimits, namespaces). Order matters:
    after a separate ``fetch`` command, inputs compared in shared memory, time from its own clock
    around each call's round trip, CPU time and threads from ``/proc``.
 
-Writes ``result.json`` (the judge's part of a ``VerifyResult``, tools/wire/verification.py) and ``progress.jsonl`` (phases, for the deadlines).
+Writes ``result.json`` (the judge's part of a ``VerifyResult``, tools/wire/verification.py) and
+``progress.jsonl`` (phases, for the deadlines).
 """
 
 from __future__ import annotations
@@ -35,20 +36,9 @@ import torch
 from pragma.tools.judging import acceptance, freshen, peek
 from pragma.tools.judging.audits import Audits
 from pragma.tools.judging.correctness import JUDGE_CHECK_THREADS, Correctness
-from pragma.tools.judging.neighbours import (
-    Neighbours,
-    sched_of,
-)
-from pragma.tools.judging.runners import (
-    CONFIRM,
-    TIMED_CANDIDATE,
-    Binding,
-    RunnerLifecycle,
-    _announce,
-)
-from pragma.tools.judging.timing import (
-    Timing,
-)
+from pragma.tools.judging.neighbours import Neighbours, sched_of
+from pragma.tools.judging.runners import CONFIRM, TIMED_CANDIDATE, Binding, RunnerLifecycle, _announce
+from pragma.tools.judging.timing import Timing
 from pragma.tools.judging.verdicts import Decided, Verdicts
 from pragma.tools.launch import landlock, spawn, timing_slot
 from pragma.tools.wire import shm

@@ -12,14 +12,8 @@ import torch
 
 from pragma.tools.judging import acceptance, freshen, stats
 from pragma.tools.judging.audits import AUDIT_ESCAPE_SHARE, AUDIT_FRACTION, MIN_AUDITS, RECORD_FRACTION
-from pragma.tools.judging.neighbours import (
-    child_ticks,
-    cpu_ticks,
-)
-from pragma.tools.judging.runners import (
-    CONFIRM,
-    TIMED_CANDIDATE,
-)
+from pragma.tools.judging.neighbours import child_ticks, cpu_ticks
+from pragma.tools.judging.runners import CONFIRM, TIMED_CANDIDATE
 from pragma.tools.launch import timing_slot
 from pragma.tools.wire import shm
 from pragma.tools.wire.verification import SandboxedRequest
