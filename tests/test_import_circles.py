@@ -19,9 +19,6 @@ KNOWN = {
     # Routers are the only place loop limits are read (DESIGN.md), and the search rounds' routers
     # send the search's payloads; the search node reads the routers' budgets.
     frozenset({"graph.routing", "nodes.search", "nodes.conductor"}): "routers and the search rounds",
-    # formulas.render puts the element-wise fast forms in the prompt; the fast forms are written
-    # against formulas' operator table (signatures, aliases, C++ names).
-    frozenset({"knowledge.formulas", "knowledge.fast_forms"}): "operator table and its fast forms",
 }
 
 
