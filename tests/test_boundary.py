@@ -10,6 +10,7 @@ its folder says it is.
 - Inside never imports a judging module, directly or through any other library module: the
   profiler's sandboxed worker must not carry the judge's comparison code (it once did, through
   ``region -> measure -> compare``).
+- The wire (``tools/wire/``) reaches neither side.
 
 Statements are read with ``ast`` (module level and inside functions alike), and two integration
 tests import the judge and the worker in fresh interpreters and look at ``sys.modules``.
@@ -52,6 +53,7 @@ def _side(folder: str) -> set[str]:
 
 JUDGING = _side("judging")
 INSIDE = _side("inside")
+WIRE = _side("wire")
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:
@@ -132,6 +134,13 @@ def test_judging_never_reaches_inside(module):
 @pytest.mark.parametrize("module", sorted(INSIDE))
 def test_inside_never_reaches_judging(module):
     bad = _reaches(module, JUDGING)
+    assert not bad, bad
+
+
+@pytest.mark.parametrize("module", sorted(WIRE))
+def test_the_wire_reaches_neither_side(module):
+    """What crosses the boundary is neutral: both sides import it, so it imports neither."""
+    bad = _reaches(module, JUDGING | INSIDE)
     assert not bad, bad
 
 
