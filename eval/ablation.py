@@ -38,12 +38,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pragma.eval import figures, metrics
+from pragma.eval import figures, metrics, report
+from pragma.eval.report import ABLATION_MODES, ABLATION_REFERENCE, md_table, per_problem, table_ablation
 from pragma.graph.clikit import console
 from pragma.graph.clikit import out as results
 
-MODES = ("pragma", "no-profile", "single-agent")
-REFERENCE = "no-profile"  # what the profile's contribution is measured against
+MODES = ABLATION_MODES  # defined beside the table in report.py, which a run's report shows too
+REFERENCE = ABLATION_REFERENCE  # what the profile's contribution is measured against
 TARGET_RATIO = 1.3  # the issue's bar: pragma's geomean at least this times no-profile's
 ROOT = Path(__file__).resolve().parent.parent
 REPO_SUITE = ROOT / "eval" / "suites" / "cpu"
@@ -300,53 +301,6 @@ def run(args: argparse.Namespace) -> int:
 # --- the report over runs ---------------------------------------------------------------------------
 
 
-def table_ablation(
-    summaries: dict[str, dict[str, Any]], reference: str = REFERENCE
-) -> tuple[list[str], list[list[str]]]:
-    """The paper's Table I layout, one row per mode: success rate, geomean speedup over all problems
-    (unsolved = 1.0x), mean over solved, LLM calls, tokens and wall time per problem, and the
-    geomean against the reference mode's."""
-    from pragma.eval.report import _fmt, _pct
-
-    ref = (summaries.get(reference) or {}).get("speedup_all", {}).get("geomean")
-    header = [
-        "Mode",
-        "Success",
-        "Geomean speedup (all)",
-        "Speedup (solved, mean)",
-        "LLM calls / problem",
-        "Tokens / problem",
-        "Wall s / problem",
-        f"Geomean vs {reference}",
-    ]
-    rows = []
-    for mode, s in summaries.items():
-        n = s.get("problems") or 0
-        geo = s["speedup_all"]["geomean"]
-        rows.append(
-            [
-                mode,
-                _pct(s["success_rate"]),
-                _fmt(geo, ".2f", "x"),
-                _fmt(s["speedup_solved"]["mean"], ".2f", "x"),
-                _fmt(s.get("llm_calls_per_problem"), ".1f"),
-                _fmt(s["tokens"] / n if n else None, ".0f"),
-                _fmt(s.get("wall_s_per_problem"), ".0f"),
-                _fmt(geo / ref if geo and ref else None, ".2f", "x"),
-            ]
-        )
-    return header, rows
-
-
-def per_problem(runs: list[list[metrics.Outcome]]) -> dict[str, dict[str, list[float | None]]]:
-    """``[mode][problem]``: one speedup per run (None where unsolved)."""
-    out: dict[str, dict[str, list[float | None]]] = {}
-    for outcomes in runs:
-        for o in outcomes:
-            out.setdefault(o.mode, {}).setdefault(o.problem, []).append(o.speedup if o.solved else None)
-    return out
-
-
 def combine(runs: list[list[metrics.Outcome]], modes: list[str]) -> dict[str, Any]:
     """Pooled summaries (every problem x run an outcome), each run's, the rerun spread and the target."""
     pooled = metrics.by_key([o for r in runs for o in r], "mode")
@@ -384,8 +338,6 @@ def _cells(values: list[float | None]) -> str:
 
 
 def render_markdown(data: dict[str, Any]) -> str:
-    from pragma.eval.report import md_table
-
     comb, runs = data["combined"], data["run_ids"]
     t = comb["target"]
     lines = [f"# Profile ablation over runs {', '.join(f'`{r}`' for r in runs)}", ""]
@@ -434,7 +386,7 @@ def render_markdown(data: dict[str, Any]) -> str:
 def build(
     run_ids: list[str], results_url: str | None = None, categories: dict[str, str] | None = None
 ) -> dict[str, Any]:
-    from pragma.eval import report, store
+    from pragma.eval import store
     from pragma.eval.harness import HarnessError
     from pragma.nodes import recording
 

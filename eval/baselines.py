@@ -24,7 +24,8 @@ import numpy as np
 
 from pragma.eval.store import eval_dir
 from pragma.graph.context import Context, data_dir
-from pragma.tools import hardware, sandbox, timing_slot
+from pragma.tools import hardware
+from pragma.tools.launch import sandbox, timing_slot
 
 log = logging.getLogger(__name__)
 CACHE_SCHEMA = """CREATE TABLE IF NOT EXISTS timings (

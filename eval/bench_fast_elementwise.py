@@ -47,7 +47,7 @@ import torch.nn.functional as F  # noqa: E402
 from pragma.graph.clikit import console, out  # noqa: E402
 from pragma.knowledge import fast_forms, formulas  # noqa: E402
 from pragma.nodes import playbook  # noqa: E402
-from pragma.tools import cext  # noqa: E402
+from pragma.tools.inside import cext  # noqa: E402
 
 DEFAULT_ELEMENTS = 8_000_000
 DEFAULT_ROUNDS = 15

@@ -5,7 +5,7 @@ Run as ``python -m pragma.eval.bench_fast_rows [--only NAME ...] [--rounds N] [-
 For every case the kernel is exactly what the Coder's prompt hands over: the problem is loaded and
 probed as a run loads it (tools/problem.py), the <formulas> block for its kernel signature
 (knowledge/formulas.render) is pasted as the body of pragma_kernel, wrapped by tools/glue.py into
-the ``ModelNew`` the verifier would import, and built by tools/cext.py with the verifier's flags.
+the ``ModelNew`` the verifier would import, and built by tools/inside/cext.py with the verifier's flags.
 Both sides then run at 1 thread (torch.set_num_threads(1), OMP_NUM_THREADS=1), allocate their
 outputs the same way (torch.empty in the glue, torch's own allocation in the reference), and are
 timed interleaved (kernel call, reference call, ...); the figure is the ratio of the medians. Each
@@ -202,7 +202,8 @@ def _max_error(got: Any, want: Any) -> float:
 def bench_case(label: str, path: Path, rounds: int) -> dict[str, Any]:
     """Load, paste, build and time one case; returns its row of the table."""
     from pragma.nodes import coder
-    from pragma.tools import cext, glue
+    from pragma.tools import glue
+    from pragma.tools.inside import cext
     from pragma.tools.problem import load_problem
 
     problem = load_problem(path)

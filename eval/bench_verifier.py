@@ -167,7 +167,7 @@ def _repeat(
 
 def _series(label: str, ctx: Any, repeats: int, distinct: bool, beside: Beside | None) -> dict[str, Any]:
     from pragma.eval.bench_compile import candidate_source
-    from pragma.tools.stats import spread_pct
+    from pragma.tools.judging.stats import spread_pct
 
     same = candidate_source("fast", f"bench_verifier_same_{os.getpid()}")
 
@@ -203,7 +203,7 @@ def _series(label: str, ctx: Any, repeats: int, distinct: bool, beside: Beside |
 
 def _allocation_heavy(ctx: Any, repeats: int) -> dict[str, Any]:
     """The same rms_norm kernel ``repeats`` times: the reference's range and the speedup spread."""
-    from pragma.tools.stats import spread_pct
+    from pragma.tools.judging.stats import spread_pct
 
     code = ALLOC_KERNEL.read_text()
     done = _repeat(

@@ -28,6 +28,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from pragma.eval import store, supervise
 from pragma.eval.baselines import machine_fingerprint
 from pragma.eval.db import ResultsDB, loads
+from pragma.eval.errors import HarnessError
 from pragma.eval.job import AGENT_MODES, SEARCHES, TORCH_COMPILE, JobSpec, is_mode
 from pragma.eval.suites import load_suite
 from pragma.graph import lock
@@ -36,10 +37,6 @@ from pragma.graph.context import Context, context_to_dict
 log = logging.getLogger(__name__)
 DONE = ("finished", "budget_exceeded")  # never re-run by --resume
 POLL_S = 0.25
-
-
-class HarnessError(ValueError):
-    """Bad input to the harness (unknown run, bad mode): one line, the CLI exits 2."""
 
 
 @dataclass

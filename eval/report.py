@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pragma.eval import ablation, figures, metrics
+from pragma.eval import figures, metrics
 from pragma.eval.db import loads
 from pragma.eval.harness import load_run
 from pragma.eval.job import TORCH_COMPILE
@@ -46,6 +46,58 @@ def _fmt(value: float | None, spec: str = ".2f", suffix: str = "") -> str:
 
 def _pct(value: float) -> str:
     return f"{100 * value:.1f}%"
+
+
+# The profile ablation (eval/ablation.py runs it over several runs): its modes, the mode the
+# profile's contribution is measured against, and its table, which a single run's report shows too.
+# Here rather than in ablation.py, so the report does not import the ablation (which imports it).
+ABLATION_MODES = ("pragma", "no-profile", "single-agent")
+ABLATION_REFERENCE = "no-profile"
+
+
+def table_ablation(
+    summaries: dict[str, dict[str, Any]], reference: str = ABLATION_REFERENCE
+) -> tuple[list[str], list[list[str]]]:
+    """The paper's Table I layout, one row per mode: success rate, geomean speedup over all problems
+    (unsolved = 1.0x), mean over solved, LLM calls, tokens and wall time per problem, and the
+    geomean against the reference mode's."""
+    ref = (summaries.get(reference) or {}).get("speedup_all", {}).get("geomean")
+    header = [
+        "Mode",
+        "Success",
+        "Geomean speedup (all)",
+        "Speedup (solved, mean)",
+        "LLM calls / problem",
+        "Tokens / problem",
+        "Wall s / problem",
+        f"Geomean vs {reference}",
+    ]
+    rows = []
+    for mode, s in summaries.items():
+        n = s.get("problems") or 0
+        geo = s["speedup_all"]["geomean"]
+        rows.append(
+            [
+                mode,
+                _pct(s["success_rate"]),
+                _fmt(geo, ".2f", "x"),
+                _fmt(s["speedup_solved"]["mean"], ".2f", "x"),
+                _fmt(s.get("llm_calls_per_problem"), ".1f"),
+                _fmt(s["tokens"] / n if n else None, ".0f"),
+                _fmt(s.get("wall_s_per_problem"), ".0f"),
+                _fmt(geo / ref if geo and ref else None, ".2f", "x"),
+            ]
+        )
+    return header, rows
+
+
+def per_problem(runs: list[list[metrics.Outcome]]) -> dict[str, dict[str, list[float | None]]]:
+    """``[mode][problem]``: one speedup per run (None where unsolved)."""
+    out: dict[str, dict[str, list[float | None]]] = {}
+    for outcomes in runs:
+        for o in outcomes:
+            out.setdefault(o.mode, {}).setdefault(o.problem, []).append(o.speedup if o.solved else None)
+    return out
 
 
 def outcomes_of(problems: list[dict[str, Any]], modes: list[str] | None = None) -> list[Outcome]:
@@ -258,12 +310,12 @@ def render_figures(data: dict[str, Any]) -> dict[str, bytes]:
         else:
             unsolved[o.mode][o.category] = unsolved[o.mode].get(o.category, 0) + 1
     baseline = data["summaries"].get(TORCH_COMPILE, {}).get("speedup_all", {}).get("geomean")
-    per_problem = ablation.per_problem([data["outcomes"]])
+    speedups_by_mode = per_problem([data["outcomes"]])
     return {
         "fig3_categories.png": figures.category_distribution(speedups, cats, unsolved),
         "fig4_iterations.png": figures.iteration_curves(data["curves"], baseline),
         "fig5_problems.png": figures.problem_speedups(
-            {m: per_problem.get(m, {}) for m in data["all_modes"]}, sorted({o.problem for o in data["outcomes"]})
+            {m: speedups_by_mode.get(m, {}) for m in data["all_modes"]}, sorted({o.problem for o in data["outcomes"]})
         ),
     }
 
@@ -298,7 +350,7 @@ def _sections(data: dict[str, Any]) -> list[tuple[str, Any]]:
         ("Table I", table_one(data["summaries"])),
         (
             "Ablation (the paper's Table I layout; unsolved = 1.0x)",
-            ablation.table_ablation({m: s for m, s in data["summaries"].items() if m in ablation.MODES}),
+            table_ablation({m: s for m, s in data["summaries"].items() if m in ABLATION_MODES}),
         ),
         ("All metrics", table_full(data["summaries"], bool(ctx.get("price_table_path")))),
         ("Per category", table_categories(data["per_category"])),

@@ -22,6 +22,7 @@ from typing import Any
 
 from pragma.eval import supervise
 from pragma.eval.db import ResultsDB
+from pragma.eval.errors import HarnessError
 from pragma.eval.job import JobSpec
 
 log = logging.getLogger(__name__)
@@ -69,8 +70,6 @@ def run_on_ray(
     progress: Any,
     runtime_env: dict[str, Any] | None = None,
 ) -> dict[str, int]:
-    from pragma.eval.harness import HarnessError
-
     try:
         import ray
     except ImportError:

@@ -1,7 +1,7 @@
 """Check that a suite's problems can tell a real kernel from a fake one, and time their references.
 
 For every problem: it loads, and its reference outputs on a few seeded input sets and on the
-stress variants of those inputs (tools/stress.py: negated, scaled, mixed signs, structure kept)
+stress variants of those inputs (tools/judging/stress.py: negated, scaled, mixed signs, structure kept)
 are not all matched, at the verifier's atol/rtol, by one fixed output (zeros, a constant, any
 tensor that ignores the inputs), which is the verifier's own ``tolerance_discriminates`` rule.
 A scalar loss is decidable only with the variants; the table says so. Optionally the reference
@@ -80,7 +80,7 @@ def decidability(
     inputs (the same skip policy and tolerances, ``stress.judgeable``)."""
     import torch
 
-    from pragma.tools import stress
+    from pragma.tools.judging import stress
 
     def reference(inputs: list[Any]) -> tuple[Any, str]:
         try:

@@ -5,7 +5,7 @@
 verifier's isolation (allowlisted environment, rlimits, namespaces, per-phase deadlines); the
 verifier's own command follows as arguments and only its last one (the request file) is used.
 Protocol as the verifier worker's: phases in ``progress.jsonl``, the answer in ``result.json``.
-The timed loops hold the machine's timing slot (``tools/timing_slot.py``; the launcher creates its
+The timed loops hold the machine's timing slot (``tools/launch/timing_slot.py``; the launcher creates its
 file and the sandbox passes ``PRAGMA_TIMING_SLOT_PATH``), so they never overlap another timing.
 """
 
@@ -20,7 +20,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from pragma.tools import timing_slot
+from pragma.tools.launch import timing_slot
 
 
 def _announce(workdir: Path, phase: str) -> None:
@@ -49,18 +49,18 @@ def _inputs(problem, seed: int) -> list[Any]:
 
 def _reference(req: dict[str, Any], workdir: Path) -> dict[str, Any]:
     """The reference's time per call as the verifier's judge takes it, by the problem probe's rule
-    (``pragma.tools.worker.steady_call_ms``: warm-up until settled and no longer faulting, the LLC
+    (``pragma.tools.inside.worker.steady_call_ms``: warm-up until settled and no longer faulting, the LLC
     flushed before each timed call, the median; issue 33): a fixed warm-up of a few calls read the
     64 MiB KernelBench-style ReLU at 13-389 ms where the verifier timed it at 5.6 ms."""
     import torch
 
-    from pragma.tools.worker import flush_bytes, steady_call_ms
+    from pragma.tools.inside.worker import flush_bytes, steady_call_ms
 
     problem, model = _load(req)
-    scratch = torch.ones(flush_bytes() // 4)  # before any call: see tools/worker.py's probe
+    scratch = torch.ones(flush_bytes() // 4)  # before any call: see tools/inside/worker.py's probe
     _announce(workdir, "time")
     inputs = _inputs(problem, int(req["seed"]) + 2000)
-    with timing_slot.hold("reference timing"):  # the machine's timing slot (tools/timing_slot.py)
+    with timing_slot.hold("reference timing"):  # the machine's timing slot (tools/launch/timing_slot.py)
         timing = steady_call_ms(
             lambda: model(*inputs),
             warmup_calls=int(req["warmup_calls"]),
@@ -122,15 +122,15 @@ def _torch_compile(req: dict[str, Any], workdir: Path) -> dict[str, Any]:
 def main(request_path: str) -> int:
     req = json.loads(Path(request_path).read_text())
     workdir = Path(req["workdir"])
-    from pragma.tools import landlock
+    from pragma.tools.launch import landlock
 
     os.unlink(request_path)
     landlock.confine([str(workdir), *req.get("writable_paths", [])])
-    # The verifier's runners' allocator (tools/spawn.py: steady_heap), for eager and compiled alike:
+    # The verifier's runners' allocator (tools/launch/spawn.py: steady_heap), for eager and compiled alike:
     # with glibc's defaults a 64 MiB output is mapped and faulted in on every call.
     import ctypes
 
-    from pragma.tools.spawn import steady_heap
+    from pragma.tools.launch.spawn import steady_heap
 
     steady_heap(ctypes.CDLL(None))
     _announce(workdir, "load_problem")

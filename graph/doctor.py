@@ -80,7 +80,7 @@ def check_llm(ctx: Context) -> Check:
 
 
 def check_compiler(ctx: Context) -> Check:
-    from pragma.tools import cext
+    from pragma.tools.inside import cext
 
     if shutil.which(cext.COMPILER) is None:
         return Check("compiler", "fail", f"{cext.COMPILER} not found", "apt-get install g++")

@@ -14,6 +14,7 @@ from pragma.graph.builder import compile_app
 from pragma.graph.context import Context, context_to_dict
 from pragma.graph.report import write_outputs
 from pragma.nodes import chat, llm
+from pragma.tools.judging import acceptance
 
 
 def check_models(ctx: Context, console: Console | None = None, *, start_local: bool = True) -> None:
@@ -99,9 +100,11 @@ def _progress(console: Console, node: str, update: dict[str, Any], best: dict[st
         text = f"attempt {a['iteration']} ({a['origin']}): {v['status']}"
         if v["status"] == "ok":
             text += f", speedup {v['speedup']:.3f}x ({v['runtime_ms']:.4f} ms vs {v['ref_runtime_ms']:.4f} ms)"
-            decision = v.get("is_new_best")
-            # The profiler crowns exactly what the verifier accepted (keep_best without a decision).
-            if decision or (decision is None and v["speedup"] > best.get("speedup", 0.0)):
+            # The profiler crowns exactly what the verifier accepted (tools/judging/acceptance.py, rule 5).
+            update = {"speedup": v["speedup"]}
+            if v.get("is_new_best") is not None:
+                update["is_new_best"] = v["is_new_best"]
+            if acceptance.replaces(best, update):
                 best.update(speedup=v["speedup"], iteration=a["iteration"])
                 text += ", the new best"
             else:

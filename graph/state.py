@@ -3,7 +3,8 @@
 Invariants:
 - ``attempts`` is append-only (one entry per verified candidate, in iteration order).
 - ``best`` only ever moves to a candidate the verifier accepted as a new best: correct, re-checked
-  on held-out inputs, and significantly faster than the current best (see ``keep_best``).
+  on held-out inputs, plausible, and with the 95% CI of its speedup over the current best above
+  1 + ``acceptance_margin`` (the rule: tools/judging/acceptance.py; the reducer: ``keep_best``).
 - ``usage`` accumulates token counts over every LLM call of the run.
 - ``attempts`` is also the lineage: each names its ``parent`` (the node it was refined or repaired
   from, 0 for a fresh start) and carries its diff against it (graph/lineage.py draws the tree).
@@ -13,6 +14,9 @@ from __future__ import annotations
 
 import operator
 from typing import Annotated, Any, TypedDict
+
+from pragma.tools.judging import acceptance
+from pragma.tools.wire.verification import VerifyResult
 
 
 class Problem(TypedDict, total=False):
@@ -62,24 +66,21 @@ class Guidance(TypedDict, total=False):
 
 
 def keep_best(current: Best | None, update: Best | None) -> Best:
-    """Reducer for the historical best.
+    """Reducer for the historical best (the rule: tools/judging/acceptance.py, rule 5).
 
     An update for the same iteration merges into it (the profiler attaches the profile later).
     An update carrying the verifier's decision (``is_new_best``) is obeyed: the verifier timed the
-    candidate against the current best in the same process and accepts only when the speedup's
-    95% CI over it excludes 1.0, so its speedup over the reference may even read lower than the
-    best's older measurement. Without a decision (older results), only a strictly faster update wins.
+    candidate against the current best in the same session and accepts only when the lower end of
+    the 95% CI of its speedup over it exceeds 1 + ``acceptance_margin`` (in a second pair of runners
+    too, when it timed one), so its speedup over the reference may even read lower than the best's
+    older measurement. Without a decision (older results), only a strictly faster update wins.
     """
     current = current or Best()
     if not update:
         return current
     if current and update.get("iteration") == current.get("iteration"):
         return Best(**{**current, **update})
-    if "is_new_best" in update:
-        return Best(**update) if update["is_new_best"] else current
-    if not current or float(update.get("speedup", 0.0)) > float(current.get("speedup", 0.0)):
-        return Best(**update)
-    return current
+    return Best(**update) if acceptance.replaces(current, update) else current
 
 
 def add_usage(current: dict[str, float] | None, update: dict[str, float] | None) -> dict[str, float]:
@@ -96,7 +97,7 @@ class PragmaState(TypedDict, total=False):
     started_at: float  # epoch seconds when the run started (for max_wall_s)
     iteration: int  # number of candidates written so far
     candidate: Candidate
-    verification: dict[str, Any]  # the latest verifier result (total result type)
+    verification: VerifyResult  # the latest verifier result (total: tools/wire/verification.py)
     consecutive_failures: int
     profile: dict[str, Any]  # profile of the latest verified candidate
     guidance: Guidance

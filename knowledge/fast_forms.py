@@ -1,6 +1,6 @@
 """Fast forms of the element-wise operators: branch-free float math g++ turns into full-width vector code.
 
-Why: the correct-first formulas (knowledge/formulas.py ELEMENTWISE) call scalar ``exp``/``erf``/
+Why: the correct-first formulas (knowledge/operators.py ELEMENTWISE) call scalar ``exp``/``erf``/
 ``log1p``/``tanh``; g++ -O3 -march=native without -ffast-math calls libm once per element there, and
 the embedded model's verified activation kernels ran at 0.08-0.99x of torch (issue 31). A 1.5B model
 pastes well but cannot invent a vectorized ``exp``, so the prompt hands it one: small helper
@@ -8,11 +8,11 @@ functions (``pragma_exp``, ``pragma_expm1``, ``pragma_log1p``, ``pragma_tanh``, 
 each operator as a function over them, in the same shape as the scalar ones (``elu_fn(v, alpha)``).
 
 Two facts of g++ 12 (Debian 12) shape every line here, measured on this machine (AMD EPYC Zen 4, -march
-native = znver3 + AVX-512) with the verifier's flags (tools/cext.py):
+native = znver3 + AVX-512) with the verifier's flags (tools/inside/cext.py):
 
 - A float ``c ? a : b`` whose arm computes something (``v >= 0 ? v : slope * v``, a clamp followed by
   arithmetic) is not vectorized at all on AVX2 (-mno-avx512f): g++ sinks the arithmetic into the arm,
-  and without -fno-trapping-math (which the verifier refuses, tools/anticheat.py) it will not execute
+  and without -fno-trapping-math (which the verifier refuses, tools/judging/anticheat.py) it will not execute
   a float operation speculatively ("not vectorized: control flow in loop"). With AVX-512 it masks
   the arm instead. So every select here is ``pragma_select``: the same choice made on the bits, which
   g++ vectorizes on both (vpternlogd / vpand+vpandn+vpor), with both values computed first.
@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import ast
 import re
+
+from pragma.knowledge import operators
 
 # name -> (helpers it calls, C++ text). Coefficients: fitted by the project (see the docstring).
 HELPERS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -136,7 +138,7 @@ static inline float pragma_erf(float x) {
 HEADERS = ("#include <cmath>", "#include <cstdint>", "#include <cstring>")
 
 # operator -> (helpers it calls, body of `<op>_fn` in v and the signature's arguments). The function's
-# parameters are the scalar form's (formulas.ELEMENTWISE signature, PyTorch's defaults).
+# parameters are the scalar form's (operators.ELEMENTWISE signature, PyTorch's defaults).
 FAST: dict[str, tuple[tuple[str, ...], str]] = {
     "relu": (("pragma_select",), "return pragma_select(v > 0.0f, v, 0.0f);"),
     "relu6": (
@@ -249,11 +251,9 @@ def helpers_for(names: list[str] | tuple[str, ...]) -> list[str]:
 def fast_function(name: str) -> str:
     """``name``'s fast form as one C++ function with the scalar form's name and parameters
     (``static inline float elu_fn(float v, float alpha = 1.0f) { ... }``)."""
-    from pragma.knowledge import formulas
-
-    signature, _ = formulas.ELEMENTWISE[name]
+    signature, _ = operators.ELEMENTWISE[name]
     params = "".join(f", float {arg} = {float(value)!r}f" for arg, value in re.findall(r"(\w+)=(-?[0-9.]+)", signature))
-    head = f"static inline float {formulas.cpp_name(name)}(float v{params})"
+    head = f"static inline float {operators.cpp_name(name)}(float v{params})"
     statements = _statements(FAST[name][1])
     if len(statements) == 1:
         return f"{head} {{ {statements[0]} }}"
@@ -310,27 +310,25 @@ def call_arguments(name: str, source: str) -> tuple[str, list[str]] | None:
     from the defaults, positional ones included (``F.leaky_relu(x, negative_slope=slope)`` with
     ``slope = 0.2`` -> ``('leaky_relu_fn', ['0.2f'])``). None where that is not certain: no call or
     several, a value computed at run time, an argument the fast form does not take."""
-    from pragma.knowledge import formulas
-
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return None
     constants = _constants(tree)
-    signature, _ = formulas.ELEMENTWISE[name]
+    signature, _ = operators.ELEMENTWISE[name]
     params = re.findall(r"(\w+)=(-?[0-9.]+)", signature)
     calls = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             func = node.func
             called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-            keys = (called.lower(), formulas._snake(called))
-            if any(k == name or formulas.ALIASES.get(k) == name for k in keys):
+            keys = (called.lower(), operators._snake(called))
+            if any(k == name or operators.ALIASES.get(k) == name for k in keys):
                 calls.append((node, called[:1].isupper()))  # nn.LeakyReLU(0.2): no input argument first
     if len(calls) != 1:
         return None
     node, is_module = calls[0]
-    function = formulas.cpp_name(name)
+    function = operators.cpp_name(name)
     values = {arg: float(default) for arg, default in params}
     positional = node.args if is_module else node.args[1:]
     if len(positional) > len(params):
@@ -361,14 +359,12 @@ def call_arguments(name: str, source: str) -> tuple[str, list[str]] | None:
 def prompt_part(
     found: list[str], source: str, x: str = "x", ndim: int = 2, out: str = "out0", body: bool = True
 ) -> str:
-    """The <formulas> text for the element-wise operators ``found`` (formulas.ELEMENTWISE names): the
+    """The <formulas> text for the element-wise operators ``found`` (operators.ELEMENTWISE names): the
     fast forms as one pasteable block (the correct-first function where no fast form exists), and,
     with ``body`` and one operator whose call's arguments are certain, pragma_kernel's whole body in
     the signature's names (input ``x`` with ``ndim`` dims, output ``out``)."""
-    from pragma.knowledge import formulas
-
     fast = [n for n in found if n in FAST]
-    scalar = [formulas.cpp_function(n) for n in found if n not in FAST]
+    scalar = [operators.cpp_function(n) for n in found if n not in FAST]
     block = source_of(fast) if fast else "\n".join(["#include <cmath>", "#include <algorithm>"])
     block = "\n".join([block, *scalar])
     first = found[0]
@@ -376,7 +372,7 @@ def prompt_part(
         "Element-wise operators as fast C++ functions (PyTorch's math and default arguments, branch-free float math"
         " that g++ vectorizes; keep every line as it is: std::exp, std::erf or an if/?: instead would make the"
         " loop scalar and slow): paste the whole block above your kernel; each computes its operator for one value"
-        f" ({first}(x) is {formulas.cpp_name(first)}(x[i]) for every i); pass the arguments forward() passes."
+        f" ({first}(x) is {operators.cpp_name(first)}(x[i]) for every i); pass the arguments forward() passes."
         f"\n```cpp\n{block}\n```"
     )
     call = call_arguments(first, source) if body and len(found) == 1 else None

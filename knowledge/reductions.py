@@ -3,7 +3,7 @@ reductions over a dim, losses, pooling and cumulative sums (issue 31, part 3).
 
 Why: the embedded 1.5B model composes what it is shown; a reduction it writes itself is a scalar
 loop with a double accumulator (0.1x-0.3x of torch). Each body here is the whole body of
-``pragma_kernel`` in the signature's names, written so g++ -O3 -march=native (tools/cext.py) makes
+``pragma_kernel`` in the signature's names, written so g++ -O3 -march=native (tools/inside/cext.py) makes
 vector code of it: reductions as ``#pragma omp simd reduction`` over float lanes (blocks added up in
 double where one sum covers a whole tensor), a vectorizable exp and log for the losses, rows
 interleaved for scans. tests/test_reductions.py compiles every body with the verifier's builder and

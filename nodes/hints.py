@@ -5,7 +5,7 @@ Why: a small model in the Conductor's repair role gave advice that made things w
 failure status has a fixed instruction here; :func:`repair_hints` renders the one for a failed
 verification (with the rule's own finding, which names the line) for the repair guidance and the
 Coder's next prompt. The lookup is total: a rule registered later without a specific hint gets a
-generic one built from its rationale (``tools/anticheat.py`` RULES), so nothing is ever silent.
+generic one built from its rationale (``tools/judging/anticheat.py`` RULES), so nothing is ever silent.
 
 Hints are data (as prompts are), worded for both candidate formats; ``KERNEL_NOTES`` adds what
 differs when PRAGMA writes the Python glue (candidate_format=kernel).
@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pragma.tools.anticheat import RULES
+from pragma.tools.judging.anticheat import RULES
 
 # rule -> what to do instead. The verifier's finding ("line 9: calls .relu()") is shown before it.
 RULE_HINTS: dict[str, str] = {
@@ -205,7 +205,7 @@ UNDECLARED_FUNCTION = (
 )
 
 
-# tools/compare.py's wording when a candidate produced NaN or Inf where the reference has numbers.
+# tools/judging/compare.py's wording when a candidate produced NaN or Inf where the reference has numbers.
 NAN_WHERE_FINITE = "NaN/Inf where the reference is finite"
 # The embedded model took sqrt(sum of x) for an L2 norm three times: NaN for every row with a
 # negative sum, and the plain mismatch advice never said where NaN comes from.
@@ -226,7 +226,7 @@ UNDEFINED_SYMBOL_HINT = (
 )
 
 
-# tools/compare.py's wording when only the first rows of an output are right.
+# tools/judging/compare.py's wording when only the first rows of an output are right.
 FIRST_ROWS_ONLY = "rows match, every later row differs"
 ROW_LOOP_HINT = (
     "your kernel computes the first row(s) only: the row-wise statements must run once per row, inside "

@@ -10,33 +10,8 @@ from langgraph.runtime import Runtime
 from pragma.graph.context import Context
 from pragma.graph.state import PragmaState
 from pragma.tools.backends import backend_for
+from pragma.tools.judging.acceptance import best_update
 from pragma.tools.profilers import diff
-
-
-def _best_update(candidate: dict, result: dict, profile: dict) -> dict | None:
-    """The ``best`` update for this candidate, or None when the verifier did not accept it.
-
-    Acceptance is the verifier's (``is_new_best``): correct, re-checked on held-out inputs, and the
-    95% CI of its speedup over the current best (timed in the same run) excludes 1.0; the first
-    correct candidate when there is no best. Results without a decision fall back to keep_best's
-    speedup comparison.
-    """
-    decision = result.get("is_new_best")
-    if decision is False:
-        return None
-    update = {
-        "iteration": candidate["iteration"],
-        "code": candidate["code"],
-        "speedup": result["speedup"],
-        "speedup_ci": result.get("speedup_ci", [0.0, 0.0]),
-        "runtime_ms": result["runtime_ms"],
-        "ref_runtime_ms": result["ref_runtime_ms"],
-        "profile": profile,
-    }
-    if decision is True:
-        update["is_new_best"] = True
-    return update
-
 
 log = logging.getLogger("pragma.profiler")
 
@@ -106,7 +81,7 @@ def profiler(state: PragmaState, runtime: Runtime[Context]) -> dict:
     update: dict = {"profile": profile}
     if hardware != state.get("hardware", ""):
         update["hardware"] = hardware
-    if crowned := _best_update(candidate, result, profile):
+    if crowned := best_update(candidate, result, profile):
         update["best"] = crowned
         _remember(state, runtime.context, candidate, result, profile)
     return update

@@ -36,10 +36,11 @@ from pragma.graph.state import PragmaState
 from pragma.nodes import hints
 from pragma.nodes.coder import coder
 from pragma.nodes.conductor import conductor
-from pragma.nodes.profiler import _best_update, _remember, profile_candidate
+from pragma.nodes.profiler import _remember, profile_candidate
 from pragma.nodes.repair import repair
 from pragma.nodes.verifier import verifier
 from pragma.tools import glue
+from pragma.tools.judging import acceptance
 from pragma.tools.verify import prebuild_kernel
 
 # Failure details a review's repair needs (the verifier's attempt record leaves them out: large).
@@ -318,7 +319,7 @@ def verify_next(state: PragmaState, runtime: Runtime[Context]) -> dict:
             "log_tail": (result.get("log_tail") or "")[-FAILURE_TAIL_CHARS:],
         }
     update.update(candidate=candidate, iteration=max(state.get("iteration", 0), int(candidate["iteration"])))
-    if result["status"] == "ok" and (crowned := _best_update(candidate, result, {})):
+    if result["status"] == "ok" and (crowned := acceptance.best_update(candidate, result, {})):
         update["best"] = crowned
         _remember(state, runtime.context, candidate, result, {})
     return update

@@ -5,7 +5,7 @@ import textwrap
 import pytest
 from conftest import CANDIDATES, ROOT
 
-from pragma.tools.anticheat import RULES, STATIC_RULES, static_checks
+from pragma.tools.judging.anticheat import RULES, STATIC_RULES, static_checks
 
 HEADER = textwrap.dedent("""
     import ctypes

@@ -7,7 +7,7 @@ all of them, so a change that breaks the contract on one path fails here even wh
 the GPU backend runs its real Triton kernels under ``TRITON_INTERPRET=1`` on the CPU (correctness
 and the timing loop's plumbing; its profile must then say it is unavailable, and why).
 
-Both backends share one timing loop, the judge's (tools/judge.py): every timed call of every
+Both backends share one timing loop, the judge's (tools/judging/judge.py): every timed call of every
 implementation is taken by the judge's clock around the runner's round trip, interleaved in rotating
 order. The checks below hold it to that on each backend.
 """

@@ -1,4 +1,4 @@
-"""The float64 yardstick (tools/compare.py: compare_precise, precise_bound, affine_outputs) as pure
+"""The float64 yardstick (tools/judging/compare.py: compare_precise, precise_bound, affine_outputs) as pure
 functions on outputs computed here: honest fp32 summation orders and kernels more accurate than the
 reference pass where the fp32 comparison refused them (issue 33), wrong kernels still fail, integer
 outputs stay exact. The verifier's use of it runs through the installed CLI in
@@ -6,8 +6,8 @@ tests/test_verifier_redteam.py (honest_matvec_*, honest_cumsum_fp32)."""
 
 import torch
 
-from pragma.tools import stress
-from pragma.tools.compare import affine_outputs, compare, compare_precise
+from pragma.tools.judging import stress
+from pragma.tools.judging.compare import affine_outputs, compare, compare_precise
 
 ATOL = RTOL = 1e-4
 

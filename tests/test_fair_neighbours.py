@@ -1,7 +1,7 @@
 """Issue 33, fair neighbours: what the runner's seccomp filter refuses and allows, and the judge's
 /proc readings behind fair_scheduling, reaped children's CPU and the per-call CPU clock.
 
-Each filter test installs tools/seccomp.py's real filter in a fresh interpreter (a filter cannot be
+Each filter test installs tools/launch/seccomp.py's real filter in a fresh interpreter (a filter cannot be
 removed) and reports back on stdout; the judge's helpers read real processes' /proc entries.
 The red-team cases that use them through the installed CLI are in tests/data/adversarial/
 (renice_neighbours, clone_second_core, helper_thread_share).
@@ -21,7 +21,8 @@ from types import SimpleNamespace
 import pytest
 from test_redteam_twins import twin_cases
 
-from pragma.tools import judge, seccomp
+from pragma.tools.judging import judge
+from pragma.tools.launch import seccomp
 
 pytestmark = pytest.mark.integration  # forks processes (tests/conftest.py)
 

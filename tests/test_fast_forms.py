@@ -133,7 +133,7 @@ def test_an_operator_without_a_fast_form_keeps_its_correct_first_function(monkey
 
 
 def _build_forms(tmp_path, monkeypatch, extra_flags=()):
-    from pragma.tools import cext
+    from pragma.tools.inside import cext
 
     monkeypatch.setenv("PRAGMA_BUILD_DIR", str(tmp_path))
     so = cext.build_cpp(bench.fast_source(list(fast_forms.FAST)), tuple(extra_flags), name="fast_forms")
@@ -170,9 +170,9 @@ def test_every_fast_form_built_by_the_verifiers_builder_matches_torch_on_the_who
 @pytest.mark.integration
 @needs_gpp
 def test_every_fast_form_passes_the_verifiers_stress_variants(tmp_path, monkeypatch):
-    # The judge's variants (tools/stress.py: negated, x1e-3, x1e3, mixed signs) at its own tolerance
+    # The judge's variants (tools/judging/stress.py: negated, x1e-3, x1e3, mixed signs) at its own tolerance
     # (variant_atol: the atol scaled with the output's peak), on a suite-like randn input.
-    from pragma.tools import stress
+    from pragma.tools.judging import stress
 
     _, lib = _build_forms(tmp_path, monkeypatch)
     base = torch.randn(200_000, generator=torch.Generator().manual_seed(1)) * 3
@@ -259,7 +259,7 @@ def test_the_playbook_steps_start_from_the_fast_form(monkeypatch):
 @needs_gpp
 @needs_objdump
 def test_the_streaming_rewrite_of_a_fast_form_kernel_stays_vectorized_and_exact(tmp_path, monkeypatch):
-    from pragma.tools import cext
+    from pragma.tools.inside import cext
 
     if not playbook._has_avx():
         pytest.skip("no AVX on this machine: the streaming step does not apply")
@@ -302,7 +302,7 @@ def test_a_kernel_with_intrinsics_gets_immintrin_and_one_without_does_not():
 @pytest.mark.integration
 @needs_gpp
 def test_a_kernel_with_intrinsics_and_no_header_compiles_after_extraction(tmp_path, monkeypatch):
-    from pragma.tools import cext
+    from pragma.tools.inside import cext
 
     monkeypatch.setenv("PRAGMA_BUILD_DIR", str(tmp_path))
     if "avx2" not in Path("/proc/cpuinfo").read_text():
@@ -335,7 +335,7 @@ def test_intrinsics_without_their_header_get_a_hint_naming_the_include():
 @needs_gpp
 def test_avx512_intrinsics_on_an_avx2_build_get_the_hint_to_use_avx2_or_plain_loops(tmp_path, monkeypatch):
     # g++'s real words when AVX-512 intrinsics meet a machine without AVX-512 (-mno-avx512f stands in).
-    from pragma.tools import cext
+    from pragma.tools.inside import cext
 
     monkeypatch.setenv("PRAGMA_BUILD_DIR", str(tmp_path))
     cpp = '#include <immintrin.h>\nextern "C" void k(float* x) { _mm512_storeu_ps(x, _mm512_setzero_ps()); }\n'

@@ -99,8 +99,8 @@ def test_the_kernel_prompt_carries_the_definition_and_a_module_prompt_does_not_n
 
 
 def _build(tmp_path, monkeypatch, stem: str, source: str) -> ctypes.CDLL:
-    """``source`` compiled by the verifier's own builder (tools/cext.py: its flags), loaded."""
-    from pragma.tools import cext
+    """``source`` compiled by the verifier's own builder (tools/inside/cext.py: its flags), loaded."""
+    from pragma.tools.inside import cext
 
     monkeypatch.setenv("PRAGMA_BUILD_DIR", str(tmp_path))
     return cext.load_cpp(source, name=stem)

@@ -9,7 +9,7 @@ import struct
 import pytest
 import torch
 
-from pragma.tools import freshen, peek, stress
+from pragma.tools.judging import freshen, peek, stress
 
 # The native refill is built with g++ and the peek tests fork a child: processes.
 pytestmark = pytest.mark.integration

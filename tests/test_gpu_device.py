@@ -34,7 +34,7 @@ def test_device_spec_reads_the_real_gpu():
 
 
 def test_l2_flush_buffer_covers_l2():
-    from pragma.tools import gpu_timing
+    from pragma.tools.inside import gpu_timing
 
     buf = gpu_timing.flush_buffer()
     assert buf.numel() >= 2 * torch.cuda.get_device_properties(0).L2_cache_size

@@ -42,7 +42,7 @@ def test_spec_of_this_machine_names_simd_and_caches():
 
 
 def test_cached_peaks_feed_the_summary_the_roofline_and_the_verifier(isolated_data_dir):
-    from pragma.tools import physical
+    from pragma.tools.judging import physical
 
     spec = hardware.cpu_spec()
     assert hardware.cached_peaks(spec) is None and hardware.measured_peaks() == {}

@@ -1,9 +1,9 @@
-"""What a CUDA process may write under Landlock (tools/landlock.py): its device nodes and its own
+"""What a CUDA process may write under Landlock (tools/launch/landlock.py): its device nodes and its own
 /proc/self (cuInit failed with error 304 without it on an H100, Landlock ABI 7), and how the judge's
 layer, whose runners do the writing, widens /proc/self to /proc so each runner's own layer decides.
 Pure functions here; the CUDA init itself was checked on a GPU machine (docs/gpu.md)."""
 
-from pragma.tools import landlock
+from pragma.tools.launch import landlock
 
 
 def test_cuda_needs_its_own_proc_entries_and_nothing_on_cpu():

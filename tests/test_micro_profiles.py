@@ -6,7 +6,7 @@ Unit tests of tools/profilers/micro.py's parse/decide/render and of the region's
 
 import torch
 
-from pragma.tools import region
+from pragma.tools.inside import region
 from pragma.tools.profilers import micro
 from pragma.tools.profilers.cpu import render_profile
 

@@ -115,8 +115,8 @@ SIMD_DECL = 'extern "C" {\n#pragma omp declare simd notinbranch\nfloat expf(floa
 
 
 def _build(tmp_path, monkeypatch, source: str) -> str:
-    """``source`` compiled by the verifier's own builder (tools/cext.py: its flags); the .so's path."""
-    from pragma.tools import cext
+    """``source`` compiled by the verifier's own builder (tools/inside/cext.py: its flags); the .so's path."""
+    from pragma.tools.inside import cext
 
     monkeypatch.setenv("PRAGMA_BUILD_DIR", str(tmp_path))
     return cext.build_cpp(source)

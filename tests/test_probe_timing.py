@@ -1,4 +1,4 @@
-"""The reference time printed at a run's start (the problem probe, tools/worker.py) is measured the
+"""The reference time printed at a run's start (the problem probe, tools/inside/worker.py) is measured the
 way the verifier measures the reference, so the two agree (issue 33, "figures that hold")."""
 
 import time
@@ -8,8 +8,8 @@ import pytest
 
 from pragma.graph.context import resolve_context
 from pragma.tools import problem
+from pragma.tools.inside.worker import steady_call_ms
 from pragma.tools.verify import verify_candidate
-from pragma.tools.worker import steady_call_ms
 
 DATA = Path(__file__).parent / "data"
 

@@ -324,7 +324,7 @@ def test_operation_cost_counts_matmul_flops_exactly_and_estimates_elementwise(tm
 
     import torch
 
-    from pragma.tools.region import operation_cost
+    from pragma.tools.inside.region import operation_cost
 
     src = tmp_path / "prob.py"
     src.write_text(
@@ -360,7 +360,7 @@ def test_simulated_branch_mispredictions_need_a_higher_rate_than_counters():
 def test_simulated_region_fits_its_calls_to_the_time_budget(tmp_path):
     import time
 
-    from pragma.tools.region import _simulate
+    from pragma.tools.inside.region import _simulate
 
     helper, why = callgrind.helper_library(tmp_path)
     if helper is None:

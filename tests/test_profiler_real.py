@@ -63,7 +63,7 @@ def profiles(module_data):
 def _preferred_vector_bits() -> int:
     """The vector width the verifier's compiler prefers on this CPU (``-march=native``): 128 on
     AMD Zen 1 (``znver1`` splits 256-bit operations, so g++ tunes for 128), 256 or more elsewhere."""
-    from pragma.tools import cext
+    from pragma.tools.inside import cext
 
     out = subprocess.run(
         [cext.COMPILER, "-march=native", "-Q", "--help=target"], capture_output=True, text=True, timeout=60

@@ -3,7 +3,7 @@ operators (knowledge/formulas.py, knowledge/reductions.py), compiled and compare
 
 Each case is a problem (a CPU-suite file, or a KernelBench level-1 operator at the overrides' CPU
 size as eval/bench_fast_rows.py writes it): its <formulas> block exactly as the kernel prompt shows
-it is pasted as the body of the signature, wrapped by tools/glue.py and built by tools/cext.py (the
+it is pasted as the body of the signature, wrapped by tools/glue.py and built by tools/inside/cext.py (the
 verifier's builder and flags), then run on the problem's own inputs and on negated, x1e3, x1e-3 and
 mixed-sign versions of them. The reference is torch in float64; a float result may differ by
 1e-4 * (|ref| + magnitude), the magnitude being the same operator on |inputs| for sums (what the
@@ -47,12 +47,12 @@ SUMS = {
     "kb_cross_entropy",
     "logsumexp",
 }
-# Probability rows are never negated or scaled (tools/stress.py): their variants are sharper rows.
+# Probability rows are never negated or scaled (tools/judging/stress.py): their variants are sharper rows.
 PROBABILITIES = {"kb_kl_div"}
 
 
 def _spec(source: str, model: Any, inputs: list[Any], init: list[Any], output: torch.Tensor) -> dict[str, Any]:
-    """The kernel spec glue.kernel_spec derives from a probe (tools/worker.py), from the values."""
+    """The kernel spec glue.kernel_spec derives from a probe (tools/inside/worker.py), from the values."""
     state = model.state_dict()
     problem = {
         "source": source,
@@ -112,7 +112,7 @@ CASES = sorted(bench.cases())
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
 @pytest.mark.parametrize("label", CASES)
 def test_each_fast_form_in_the_problems_signature_matches_torch_in_float64(label, tmp_path, monkeypatch):
-    from pragma.tools import cext
+    from pragma.tools.inside import cext
 
     monkeypatch.setenv("PRAGMA_BUILD_DIR", str(tmp_path))
     monkeypatch.setitem(sys.modules, "pragma_cext", cext)
@@ -204,7 +204,7 @@ def test_each_fast_form_is_vector_code_on_an_avx2_build_too(label, tmp_path, mon
     # The other machine kind: -mno-avx512f on top of the verifier's flags is what g++ makes of the
     # body on an AVX2 machine. A float ?: with arithmetic in an arm, std::max against a constant or
     # a bool turned into a float kept whole loops scalar there while AVX-512 masked them.
-    from pragma.tools import cext
+    from pragma.tools.inside import cext
 
     monkeypatch.setenv("PRAGMA_BUILD_DIR", str(tmp_path))
     path = bench.cases()[label]

@@ -13,8 +13,8 @@ from conftest import EXAMPLES
 
 from pragma.graph.context import resolve_context
 from pragma.nodes import hints
-from pragma.tools import anticheat
-from pragma.tools.anticheat import RULES, Rule
+from pragma.tools.judging import anticheat
+from pragma.tools.judging.anticheat import RULES, Rule
 from pragma.tools.verify import verify_candidate
 
 # A module that calls the operator itself: rejected statically by no_torch_compute, with the line.
@@ -230,11 +230,11 @@ def test_a_kernel_reply_without_the_function_is_told_to_write_the_whole_file():
 
 
 def test_a_kernel_that_writes_only_the_first_rows_is_told_to_loop_over_rows():
-    # tools/compare.py's own message for a kernel without its row loop (row 0 right, rows 1.. left
+    # tools/judging/compare.py's own message for a kernel without its row loop (row 0 right, rows 1.. left
     # as allocated), and the hint it gets; a mismatch spread over the rows gets neither.
     import torch
 
-    from pragma.tools import compare
+    from pragma.tools.judging import compare
 
     assert hints.FIRST_ROWS_ONLY == compare.FIRST_ROWS_ONLY
     ref = torch.randn(5, 7)
@@ -253,8 +253,8 @@ def test_a_kernel_that_writes_only_the_first_rows_is_told_to_loop_over_rows():
 
 
 def test_nan_where_the_reference_is_finite_says_where_nan_comes_from():
-    # The message tools/compare.py writes (its wording, checked against the constant here).
-    from pragma.tools import compare
+    # The message tools/judging/compare.py writes (its wording, checked against the constant here).
+    from pragma.tools.judging import compare
 
     assert hints.NAN_WHERE_FINITE in inspect.getsource(compare)
     message = (

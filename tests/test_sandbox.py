@@ -15,7 +15,7 @@ import pytest
 from conftest import CANDIDATES, EXAMPLES
 
 from pragma.graph.context import resolve_context
-from pragma.tools import sandbox
+from pragma.tools.launch import sandbox
 from pragma.tools.verify import verify_candidate
 
 pytestmark = pytest.mark.integration  # starts sandboxes/processes (tests/conftest.py)
@@ -174,7 +174,7 @@ def test_the_zygote_does_not_wake_while_a_verification_runs():
 _HEAP_PROBE = """
 import ctypes, json, sys
 import torch
-from pragma.tools import spawn
+from pragma.tools.launch import spawn
 if sys.argv[1] == "kept":
     spawn.steady_heap(ctypes.CDLL(None))
 

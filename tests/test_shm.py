@@ -1,5 +1,5 @@
 """Shared-memory regions: the timed rounds' input region is sealed, so a runner handed its
-descriptor can read it and nothing more (tools/shm.py, Judge._bind_timed_inputs)."""
+descriptor can read it and nothing more (tools/wire/shm.py, Judge._bind_timed_inputs)."""
 
 import ctypes
 import errno
@@ -9,7 +9,7 @@ import os
 import pytest
 import torch
 
-from pragma.tools import shm
+from pragma.tools.wire import shm
 
 PAGE = mmap.PAGESIZE
 

@@ -1,4 +1,4 @@
-"""The stress variants (tools/stress.py) as pure functions: which structure each input is seen
+"""The stress variants (tools/judging/stress.py) as pure functions: which structure each input is seen
 to have, that every variant keeps it, which references are unusable, the scaled tolerance, and
 when one fixed output would pass every comparison. The verifier's use of them is covered through
 the installed CLI by tests/test_verifier_redteam.py (range_* cheats, honest structured kernels)."""
@@ -6,7 +6,7 @@ the installed CLI by tests/test_verifier_redteam.py (range_* cheats, honest stru
 import pytest
 import torch
 
-from pragma.tools import stress
+from pragma.tools.judging import stress
 
 
 def gen(seed: int = 0) -> torch.Generator:

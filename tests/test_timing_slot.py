@@ -11,13 +11,13 @@ import time
 
 import pytest
 
-from pragma.tools import timing_slot
+from pragma.tools.launch import timing_slot
 
 pytestmark = [pytest.mark.integration, pytest.mark.timing]  # starts sandboxes/processes (tests/conftest.py)
 
 HOLDER = """
 import sys, time
-from pragma.tools import timing_slot
+from pragma.tools.launch import timing_slot
 mode = sys.argv[3] if len(sys.argv) > 3 else "hold"
 print("asking", flush=True)
 with getattr(timing_slot, mode)("test", lock_path=sys.argv[1]):

@@ -74,7 +74,7 @@ def test_triton_cheats_are_rejected_before_running(problem, candidate, rule):
 
 def test_triton_kernel_code_is_not_torch_compute():
     """Inside @triton.jit, `a @ b` and tensor methods are Triton ops; outside they stay torch."""
-    from pragma.tools.anticheat import first_failure, static_checks
+    from pragma.tools.judging.anticheat import first_failure, static_checks
 
     kernel = (
         "import torch\nimport triton\nimport triton.language as tl\n"

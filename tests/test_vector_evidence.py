@@ -4,7 +4,7 @@ gcc's -fopt-info-vec report covers its own auto-vectorization only: a softmax wh
 AVX2 intrinsics (tails through masked loads, so no scalar remainder loop is left for gcc) reads
 "0 loops vectorized, 4 not", and the profile used to label it ``not-vectorized``. The label must
 follow what the built binary's hot loop runs (objdump), the way ``tools/profilers/cpu.py`` builds
-the static evidence. Real g++ through tools/cext.py, real objdump.
+the static evidence. Real g++ through tools/inside/cext.py, real objdump.
 """
 
 import shutil
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pragma.tools import cext
+from pragma.tools.inside import cext
 from pragma.tools.profilers import bottleneck, cpu, instruction_mix, vectorization
 
 pytestmark = pytest.mark.integration

@@ -12,7 +12,7 @@ from conftest import CANDIDATES, EXAMPLES
 
 from pragma.graph.context import resolve_context
 from pragma.graph.state import keep_best
-from pragma.tools import judge, measure, physical, stats
+from pragma.tools.judging import compare, judge, physical, stats
 from pragma.tools.verify import _accept, empty_result, verify_candidate
 
 pytestmark = [pytest.mark.integration, pytest.mark.timing]  # starts sandboxes/processes (tests/conftest.py)
@@ -102,23 +102,23 @@ def test_plausibility_flags_times_below_the_memory_traffic_bound(isolated_data_d
 
 def test_compare_handles_dtypes_nans_and_reports_differences():
     ref = torch.tensor([1.0, float("nan"), 3.0])
-    assert measure.compare(ref, ref.clone(), 1e-4, 1e-4)["ok"]
-    bad = measure.compare(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, float("nan"), 3.0]), 1e-4, 1e-4)
+    assert compare.compare(ref, ref.clone(), 1e-4, 1e-4)["ok"]
+    bad = compare.compare(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, float("nan"), 3.0]), 1e-4, 1e-4)
     assert not bad["ok"] and "NaN/Inf where the reference is finite" in bad["message"]
-    off = measure.compare(torch.ones(4), torch.ones(4) + 1e-3, 1e-4, 1e-4)
+    off = compare.compare(torch.ones(4), torch.ones(4) + 1e-3, 1e-4, 1e-4)
     assert not off["ok"] and off["max_abs_diff"] == pytest.approx(1e-3, rel=1e-3)
-    assert not measure.compare(torch.ones(4), torch.ones(4, dtype=torch.float64), 1e-4, 1e-4)["ok"]
-    assert not measure.compare(torch.ones(4), torch.ones(2, 2), 1e-4, 1e-4)["ok"]
+    assert not compare.compare(torch.ones(4), torch.ones(4, dtype=torch.float64), 1e-4, 1e-4)["ok"]
+    assert not compare.compare(torch.ones(4), torch.ones(2, 2), 1e-4, 1e-4)["ok"]
     # fp16 outputs get the looser half-precision tolerance, fp32 keeps the run's.
     half = torch.ones(4, dtype=torch.float16)
-    assert measure.compare(half, half + 0.004, 1e-4, 1e-4)["ok"]
-    assert measure.tolerance_for(torch.float32, 1e-4, 1e-4) == (1e-4, 1e-4)
+    assert compare.compare(half, half + 0.004, 1e-4, 1e-4)["ok"]
+    assert compare.tolerance_for(torch.float32, 1e-4, 1e-4) == (1e-4, 1e-4)
 
 
 def test_degenerate_tolerance_detects_outputs_a_constant_would_match():
-    assert measure.degenerate_tolerance(torch.rand(1000) * 1e-5, 1e-4, 1e-4).startswith("output 0: an all-zeros")
-    assert "constant" in measure.degenerate_tolerance(1.0 + torch.rand(1000) * 1e-5, 1e-4, 1e-4)
-    assert measure.degenerate_tolerance(torch.randn(1000), 1e-4, 1e-4) is None
+    assert compare.degenerate_tolerance(torch.rand(1000) * 1e-5, 1e-4, 1e-4).startswith("output 0: an all-zeros")
+    assert "constant" in compare.degenerate_tolerance(1.0 + torch.rand(1000) * 1e-5, 1e-4, 1e-4)
+    assert compare.degenerate_tolerance(torch.randn(1000), 1e-4, 1e-4) is None
 
 
 @pytest.mark.parametrize(
@@ -212,10 +212,10 @@ def test_a_mismatch_shows_the_first_wrong_elements_with_the_inputs_there():
     # input there (an input of another shape is left out).
     x = torch.tensor([[0.5, -1.0, 2.0], [-0.25, 1.0, -3.0]])
     ref, relu = torch.nn.functional.elu(x), torch.relu(x)
-    got = measure.compare(ref, relu, 1e-4, 1e-4, inputs=[x, torch.ones(7)])
+    got = compare.compare(ref, relu, 1e-4, 1e-4, inputs=[x, torch.ones(7)])
     assert not got["ok"] and "3 of 6 elements differ" in got["message"]
     assert (
         "first: at [0, 1]: expected -0.6321, got 0 (input 0 there: -1); at [1, 0]: expected -0.2212" in got["message"]
     )
     assert "input 1" not in got["message"]
-    assert "first:" not in measure.compare(ref, relu, 1e-4, 1e-4)["message"]  # without inputs, as before
+    assert "first:" not in compare.compare(ref, relu, 1e-4, 1e-4)["message"]  # without inputs, as before

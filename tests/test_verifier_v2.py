@@ -10,7 +10,7 @@ import torch
 from conftest import CANDIDATES, EXAMPLES
 
 from pragma.graph.context import resolve_context
-from pragma.tools import freshen, physical
+from pragma.tools.judging import freshen, physical
 from pragma.tools.verify import verify_candidate
 
 pytestmark = [pytest.mark.integration, pytest.mark.timing]  # starts sandboxes/processes (tests/conftest.py)
@@ -181,7 +181,7 @@ def test_runners_hold_no_capabilities(isolated_data_dir):
 
 
 def test_verifications_fork_their_judge_from_one_prestarted_process(isolated_data_dir):
-    from pragma.tools import sandbox
+    from pragma.tools.launch import sandbox
 
     ctx = resolve_context(**QUICK)
     first = verify_candidate(RELU, RELU_FAST, ctx)

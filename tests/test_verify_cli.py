@@ -100,7 +100,7 @@ def test_verify_kills_a_hanging_kernel(isolated_data_dir):
     result = json.loads(proc.stdout)
     assert result["status"] == "timeout" and "5 s" in result["message"]
     assert wall_s < 60
-    for name in ("pragma.tools.judge", "pragma.tools.worker"):  # the judge and its forked runners
+    for name in ("pragma.tools.judging.judge", "pragma.tools.inside.worker"):  # the judge and its forked runners
         leftover = subprocess.run(["pgrep", "-af", name], capture_output=True, text=True)
         assert str(isolated_data_dir) not in leftover.stdout
 

@@ -11,7 +11,7 @@ import ast
 from pathlib import Path
 from typing import Any
 
-from pragma.tools import sandbox, timing_slot
+from pragma.tools.launch import sandbox, timing_slot
 
 REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
 
@@ -58,7 +58,7 @@ def probe_problem(
 ) -> dict[str, Any]:
     """Load the problem in the sandbox; returns it with ``inputs``/``init_inputs`` descriptions and
     ``ref_call_ms``, the reference's time per call taken as the verifier takes it (warm-up until
-    settled, median of 10-50 calls, inside the machine's timing slot: tools/worker.py)."""
+    settled, median of 10-50 calls, inside the machine's timing slot: tools/inside/worker.py)."""
     # The probe holds the timing slot around its timed calls; inside the sandbox it may only open
     # the slot's file read-only, so the file is created here first.
     timing_slot.ensure_file()

@@ -14,7 +14,6 @@ its own clock, ``/proc``).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import socket
 import sys
@@ -25,64 +24,17 @@ from typing import Any
 
 import torch
 
-from pragma.tools import protocol, shm
 from pragma.tools.inside import guards
-
-
-def _import_file(path: str, module_name: str):
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def _record_load_inline(builds: list[dict[str, Any]], counter: guards.CallCounter | None) -> None:
-    """Wrap torch's load_inline/load so the profiler finds what a KernelBench-style candidate built
-    (and calls into it are counted)."""
-    import torch.utils.cpp_extension as cpp_ext
-
-    for fn_name in ("load_inline", "load"):
-        original = getattr(cpp_ext, fn_name)
-
-        def recording(*args, _original=original, **kwargs):
-            module = _original(*args, **kwargs)
-            so_path = getattr(module, "__file__", "") or ""
-            builds.append(
-                {"so_path": so_path, "source_path": str(Path(so_path).parent / "main.cpp"), "kind": "load_inline"}
-            )
-            if counter is not None:
-                counter.inline_modules.add(getattr(module, "__name__", ""))
-            return module
-
-        setattr(cpp_ext, fn_name, recording)
-
-
-def _is_compile_failure(exc: BaseException) -> bool:
-    from pragma.tools.cext import CompileError
-
-    if isinstance(exc, (CompileError, SyntaxError)):
-        return True
-    text = str(exc)
-    return "Error building extension" in text or "error:" in text and ".cpp" in text
-
-
-def _is_memory_failure(exc: BaseException) -> bool:
-    text = str(exc)
-    return (
-        isinstance(exc, MemoryError)
-        or "can't allocate memory" in text
-        or "bad_alloc" in text
-        or "Cannot allocate memory" in text
-    )
+from pragma.tools.inside.loading import import_file, is_compile_failure, is_memory_failure, record_load_inline
+from pragma.tools.wire import protocol, shm
 
 
 def failure(exc: BaseException, loading: bool) -> dict[str, Any]:
     """An exception from the implementation, as a reply (status proposed; the judge bounds it)."""
     kind = (
         "compile_error"
-        if loading and _is_compile_failure(exc)
-        else ("memory" if _is_memory_failure(exc) else "runtime_error")
+        if loading and is_compile_failure(exc)
+        else ("memory" if is_memory_failure(exc) else "runtime_error")
     )
     text = str(exc)[-3000:]
     if kind == "compile_error":  # lead with the compiler's first error, not a context line
@@ -138,7 +90,7 @@ class Runner:
         self.problem_path = str(h.get("problem_path", ""))
         torch.set_num_threads(self.num_threads)
         if self.role != "reference":
-            import pragma.tools.cext as cext
+            import pragma.tools.inside.cext as cext
 
             sys.modules["pragma_cext"] = cext  # candidates import the fast path under this name
             self.builds = cext.BUILDS
@@ -146,7 +98,7 @@ class Runner:
             guards.prime()
             self.counter.wrap_cext(cext)
             if h.get("backend") == "gpu":
-                from pragma.tools.gpu_worker import install_triton_hook
+                from pragma.tools.inside.gpu_worker import install_triton_hook
 
                 self.counter.wrap_triton()
                 install_triton_hook(self.counter, self.device)
@@ -155,10 +107,10 @@ class Runner:
             except OSError:
                 source = ""
             if "cpp_extension" in source or "load_inline" in source:  # importing it costs ~1 s
-                _record_load_inline(self.builds, self.counter)
+                record_load_inline(self.builds, self.counter)
             self.baseline = guards.Baseline(self.num_threads)
         torch.manual_seed(int(h["import_seed"]))
-        module = _import_file(str(h["path"]), str(h["module_name"]))
+        module = import_file(str(h["path"]), str(h["module_name"]))
         cls = getattr(module, str(h["class_name"]), None)
         if cls is None:
             raise AttributeError(f"{Path(h['path']).name} defines no class {h['class_name']}")
@@ -220,7 +172,7 @@ class Runner:
             if self.device != "cpu":
                 torch.cuda.synchronize()  # the call's work ends before the judge's clock stops
         self.last = out
-        # Where the output lies: the judge reads it from this process's memory itself (tools/peek.py),
+        # Where the output lies: the judge reads it from this process's memory itself (tools/judging/peek.py),
         # inside timed windows and for audits, with no message this process could tell apart.
         msg: dict[str, Any] = {"ok": True, "out": _where(out)}
         if count and self.counter is not None:

@@ -2,7 +2,7 @@
 
 collect: ``command_prefix`` runs the sandboxed worker under callgrind with
 - instrumentation off until the region starts (``--instr-atstart=no``; the region switches it on
-  through client requests in a small helper library, see tools/region.py), so the ~50x slowdown
+  through client requests in a small helper library, see tools/inside/region.py), so the ~50x slowdown
   applies to the kernel calls only, not to importing torch;
 - collection only inside the kernel's entry call (``--toggle-collect`` on libffi's ``ffi_call``,
   which every ctypes call into a ``pragma_cext`` kernel goes through, and on pybind11's dispatcher

@@ -1,6 +1,6 @@
 """CPU profile of a verified candidate: the best evidence this machine allows, and what it is.
 
-Runs, each over the kernel region only (tools/region.py switches the tool on and off):
+Runs, each over the kernel region only (tools/inside/region.py switches the tool on and off):
 1. counting: ``perf stat`` (software events everywhere; hardware events and top-down groups where
    the machine has counters) + the per-call time + the operation's FLOPs/bytes (roofline);
 2. hot spots: ``perf record -e cpu-clock`` (``profile_hotspots``);
@@ -22,7 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pragma.graph.context import Context
-from pragma.tools import hardware, timing_slot
+from pragma.tools import hardware
+from pragma.tools.launch import timing_slot
 from pragma.tools.profilers import (
     bottleneck,
     callgrind,

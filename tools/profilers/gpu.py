@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from pragma.graph.context import Context
-from pragma.tools import backends, gpu_spec, sandbox
+from pragma.tools import gpu_spec
+from pragma.tools.device import BackendUnavailable, device_for, memory_limit_bytes, sandbox_env
+from pragma.tools.launch import sandbox
 from pragma.tools.profilers import ncu
 from pragma.tools.profilers import roofline as cpu_roofline
 from pragma.tools.profilers.bottleneck import VOCABULARY, roofline_side
@@ -323,9 +325,9 @@ def _run(
         req,
         compile_timeout_s=ctx.compile_timeout_s,
         run_timeout_s=run_timeout_s,
-        memory_limit_bytes=backends.memory_limit_bytes(ctx),
+        memory_limit_bytes=memory_limit_bytes(ctx),
         num_threads=ctx.num_threads,
-        extra_env={**build_env(), **backends.sandbox_env(ctx)},
+        extra_env={**build_env(), **sandbox_env(ctx)},
         files={"candidate.py": code},
         command_prefix=prefix,
     )
@@ -380,8 +382,8 @@ def profile_candidate(
 ) -> dict[str, Any]:
     started = time.monotonic()
     try:
-        device = backends.device_for(ctx)
-    except backends.BackendUnavailable as exc:
+        device = device_for(ctx)
+    except BackendUnavailable as exc:
         return _unavailable(str(exc))
     if device != "cuda":
         return _unavailable(

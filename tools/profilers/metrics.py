@@ -102,7 +102,7 @@ DEFAULT_CPU_METRICS: dict[str, MetricSpec] = {
         "bytes", "roofline", "", "bytes one call touches (inputs + outputs): picks the cache level"
     ),
     "roof_gbs": _m("GB/s", "roofline", "", "measured bandwidth of the level the working set fits (L1/L2/L3/DRAM)"),
-    # micro-experiments in the profiled process, counting off (tools/region.py)
+    # micro-experiments in the profiled process, counting off (tools/inside/region.py)
     "cold_call_ms": _m("ms", "micro", "lower", "one call right after the caches were flushed (median of 5)"),
     "cold_warm_ratio": _m(
         "x", "micro", "", "cold call / warm call: well above 1 means the warm loop is served from a cache"

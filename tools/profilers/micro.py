@@ -3,7 +3,7 @@
 A roofline share or an IPC leaves the model guessing what to try; a two-minute guess costs a model
 call and a verification. These experiments answer the question the bottleneck label raises, each
 with its cost in seconds, and lead the profile the Conductor reads (``render``). They follow the
-cold/warm experiment (tools/region.py): collect -> parse -> render, "unavailable" with a reason.
+cold/warm experiment (tools/inside/region.py): collect -> parse -> render, "unavailable" with a reason.
 
 - ``wider_vectors`` (does a wider vector help?): the kernel rebuilt with
   ``-mprefer-vector-width=256`` and ``=512`` (tools/tunables.py adds the flag to its
@@ -123,7 +123,8 @@ def store_bandwidth(traffic: dict[str, Any] | None, kernel_ms: float) -> dict[st
 def collect_vector_widths(problem_path: str, code: str, ctx: Any) -> dict[str, Any]:
     """Time the kernel built with each preferred vector width in the profiler's sandboxed region.
     Returns ``{status, per_call_ms: {"256": ms, "512": ms}, cost_s}`` or unavailable with why."""
-    from pragma.tools import timing_slot, tunables
+    from pragma.tools import tunables
+    from pragma.tools.launch import timing_slot
     from pragma.tools.profilers import runs
 
     t0 = time.monotonic()

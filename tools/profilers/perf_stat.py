@@ -1,7 +1,7 @@
 """perf stat over the kernel's region only (perf's --control fifo), parsed from ``-x,`` output.
 
 collect: ``command_prefix`` wraps the sandboxed worker, which switches counting on and off
-around the kernel calls (tools/region.py). parse: ``parse`` reads perf's CSV into event rows and
+around the kernel calls (tools/inside/region.py). parse: ``parse`` reads perf's CSV into event rows and
 top-down values; ``to_metrics`` normalises them per kernel call. ``<not supported>`` and
 ``<not counted>`` rows become unavailable entries, never zeros.
 

@@ -1,5 +1,5 @@
 """Roofline of one kernel call: the operation's FLOPs and minimum bytes (measured on the reference
-in the profiled run, tools/region.py) against this machine's measured peaks (tools/hardware.py).
+in the profiled run, tools/inside/region.py) against this machine's measured peaks (tools/hardware.py).
 
 attainable GFLOP/s = min(peak GFLOP/s, intensity x peak GB/s); the kernel sits on the memory side
 of the roofline when its intensity is below the ridge point (peak GFLOP/s / peak GB/s). The

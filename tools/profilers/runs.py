@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pragma.graph.context import Context, data_dir
-from pragma.tools import sandbox
+from pragma.tools.launch import sandbox
 from pragma.tools.profilers import callgrind, hotspots, perf_stat
 from pragma.tools.verify import build_env, request_for
 
@@ -84,7 +84,7 @@ def counting_run(
     """(region result, parsed perf output or None, notes); falls back to fewer events, then no perf.
 
     ``flush_bytes`` > 0 asks the region for the cold-vs-warm micro-experiment, flushing the caches
-    by reading that many bytes (tools/region.py)."""
+    by reading that many bytes (tools/inside/region.py)."""
     notes: list[str] = []
     attempts: list[tuple[list[str], list[str]]] = []
     if perf_stat.perf_binary():

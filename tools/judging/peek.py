@@ -31,13 +31,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from pragma.tools.shm import DTYPES, storage_elements
+from pragma.tools.wire.shm import DTYPES, storage_elements
 
 # Elements read per output per timed call (one process_vm_readv). Each scattered element costs the
 # judge ~1 us of kernel time on a warm machine (a page lookup in the runner) and ~4 us right after
 # a call that streamed the caches out (the runner's page tables are cold then), inside every timed
 # window, for every implementation alike: the judge picks a count between these bounds worth about
-# SPOT_BUDGET of the reference's call time (judge.py), so the read stays small beside the call.
+# SPOT_BUDGET of the reference's call time (audits.py: Audits._spot_count), so the read stays small
+# beside the call.
 SPOT_MIN, SPOT_MAX = 16, 256
 SPOT_BUDGET = 0.01
 SPOT_READ_US = 4.0

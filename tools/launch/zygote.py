@@ -1,6 +1,6 @@
 """A pre-started judge: torch imported once, a fresh judge forked per verification.
 
-Launching side, running inside the sandbox (``python -m pragma.tools.zygote``, started by
+Launching side, running inside the sandbox (``python -m pragma.tools.launch.zygote``, started by
 ``sandbox.Zygote`` under the same namespaces, environment allowlist and rlimits as a one-off
 judge). It imports torch and the judge's modules, then serves jobs over its stdin/stdout pipes,
 one at a time:
@@ -32,7 +32,7 @@ FILE_SIZE_LIMIT_BYTES = 512 * 2**20  # as sandbox.FILE_SIZE_LIMIT_BYTES (no prag
 
 
 def _child(job: dict) -> None:
-    from pragma.tools import judge
+    from pragma.tools.judging import judge
 
     os.setsid()
     resource.setrlimit(resource.RLIMIT_AS, (int(job["memory_limit_bytes"]),) * 2)
@@ -100,11 +100,11 @@ def _send(message: dict) -> None:
 def main() -> int:
     import torch  # noqa: F401 - the point of the zygote: imported once
 
-    import pragma.tools.judge  # noqa: F401 - and the judge's own modules
-    from pragma.tools import spawn
+    import pragma.tools.judging.judge  # noqa: F401 - and the judge's own modules
+    from pragma.tools.launch import spawn
 
     spawn.prime_torch()  # torch's lazy imports (dispatch modes, FLOP counter), once for every job
-    from pragma.tools import freshen
+    from pragma.tools.judging import freshen
 
     freshen.prepare()  # the timed rounds' native input generator, built once before any runner exists
 

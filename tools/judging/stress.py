@@ -34,7 +34,7 @@ from typing import Any, TypedDict
 
 import torch
 
-from pragma.tools.compare import tensors_of, tolerance_for
+from pragma.tools.judging.compare import tensors_of, tolerance_for
 
 SCALES = (1e-3, 1e3)  # "across magnitudes": far enough that a range-fitted approximation shows
 MIN_ATOL_FACTOR = 1e-3  # a variant whose output shrinks keeps at least this share of the atol

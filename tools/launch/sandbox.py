@@ -152,7 +152,7 @@ def sandbox_env(workdir: Path, num_threads: int, extra: dict[str, str] | None = 
         PYTHONDONTWRITEBYTECODE="1",
         PYTHONUNBUFFERED="1",
         # torch puts its allocations of 2 MiB and more on transparent huge pages (2 MiB aligned,
-        # madvise). Every runner keeps its heap (tools/spawn.py: steady_heap), so its outputs sit on
+        # madvise). Every runner keeps its heap (tools/launch/spawn.py: steady_heap), so its outputs sit on
         # the same physical pages call after call; on 4 KiB pages that placement was a bias fixed per
         # process (the same ReLU kernel read +-7.0% and +-9.9% over 5 verifications, 0.89-1.09x of
         # itself), on huge pages +-2.2% and +-3.8% (bench_verifier, 2-core VM, load 0.8-1.0).
@@ -254,7 +254,7 @@ def _writable_paths(request: dict[str, Any], extra_env: dict[str, str] | None) -
 
 
 class Zygote:
-    """A pre-started judge kept by this launcher thread (``tools/zygote.py``): the sandbox's process
+    """A pre-started judge kept by this launcher thread (``tools/launch/zygote.py``): the sandbox's process
     with torch imported, forking one judge per verification, so a verification does not pay the
     interpreter start and ``import torch`` (~1.5 s here, 6 s under load).
 
@@ -277,7 +277,7 @@ class Zygote:
         else:
             self.desc["proc"] = "none: host /proc (mount namespace not permitted here)"
         self.fresh_proc = "--mount-proc" in prefix
-        command = [sys.executable, "-m", "pragma.tools.zygote", *(["--pid-ns"] if self.fresh_proc else [])]
+        command = [sys.executable, "-m", "pragma.tools.launch.zygote", *(["--pid-ns"] if self.fresh_proc else [])]
         if has_pid_ns:
             command = ["/bin/sh", "-c", '"$@"; exit $?', "pragma-sandbox", *command]
         env = sandbox_env(self.dir, num_threads, extra_env)
@@ -419,7 +419,7 @@ def run_worker(
     command_prefix: list[str] | None = None,
     prestarted: bool = False,
 ) -> SandboxOutcome:
-    """Run ``pragma.tools.worker`` on ``request`` inside the sandbox.
+    """Run ``pragma.tools.inside.worker`` on ``request`` inside the sandbox.
 
     Deadlines: the build phases (import + construct, where compilation happens) get
     ``compile_timeout_s``; everything after them gets ``run_timeout_s``.
@@ -452,7 +452,7 @@ def run_worker(
         progress = workdir / "progress.jsonl"
         out_path = workdir / "output.log"
         # Verification: the judge, which forks runners for the candidate code; profile/probe: the worker.
-        module = "pragma.tools.judge" if request.get("mode") == "verify" else "pragma.tools.worker"
+        module = "pragma.tools.judging.judge" if request.get("mode") == "verify" else "pragma.tools.inside.worker"
         command = [*(command_prefix or []), sys.executable, "-m", module, str(workdir / "request.json")]
         if has_pid_ns:
             # A shell is the namespace's init (PID 1 ignores signals it has no handler for, which

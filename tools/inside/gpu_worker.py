@@ -64,7 +64,7 @@ def to_device(model: Any, device: str) -> Any:
 
 def writable_device_paths(device: str) -> list[str]:
     """What the worker must be able to write under Landlock to use ``device`` (landlock.device_writable)."""
-    from pragma.tools.landlock import device_writable
+    from pragma.tools.launch.landlock import device_writable
 
     return device_writable(device)
 
@@ -174,6 +174,34 @@ def installed_hook() -> TritonLaunches | None:
     return _HOOK[0] if _HOOK else None
 
 
+def side_stream_problem(candidate: Callable, inputs: list[Any]) -> str | None:
+    """Why the candidate does work outside the current stream, or None.
+
+    Two tests: the launch hook saw a Triton kernel launched on another stream during the checks;
+    and an output snapshot taken on the current stream right after forward returns differs from
+    the output once the whole device is idle (something else was still writing it).
+    """
+    from pragma.tools.inside import guards
+    from pragma.tools.inside.gpu_timing import _tensors
+    from pragma.tools.inside.loading import clone_inputs
+
+    # Here, beside the launch hook, not in gpu_timing.py: gpu_timing then imports nothing of
+    # this module (this module imports it for the profiled region).
+    hook = installed_hook()
+    if hook is not None and hook.side_streams:
+        return "; ".join(hook.side_streams)
+    args = clone_inputs(inputs)
+    with torch.no_grad():
+        torch.cuda.synchronize()
+        out = candidate(*args)
+        snap = [t.clone() if isinstance(t, torch.Tensor) else t for t in _tensors(out)]
+        torch.cuda.synchronize()
+    for i, (now, then) in enumerate(zip(_tensors(out), snap, strict=True)):
+        if isinstance(now, torch.Tensor) and not guards.bitwise_equal(now, then):
+            return f"output {i} changed after forward returned: work on another CUDA stream was still writing it"
+    return None
+
+
 # --- profiled region ----------------------------------------------------------------------------
 
 
@@ -203,12 +231,12 @@ def profile_region(
 ) -> dict[str, Any]:
     """Time the candidate with CUDA events, then run ``profile_calls`` calls under the requested
     GPU profiler: ``ncu`` (a cudaProfilerStart/Stop range) or ``torch`` (kernel timings)."""
-    from pragma.tools import gpu_timing
-    from pragma.tools.measure import _inputs
-    from pragma.tools.region import operation_cost
+    from pragma.tools.inside import gpu_timing
+    from pragma.tools.inside.loading import seeded_inputs
+    from pragma.tools.inside.region import operation_cost
 
     seed = int(req["seed"])
-    inputs = _inputs(problem, seed + 4000)
+    inputs = seeded_inputs(problem, seed + 4000)
     calls = int(req["profile_calls"])
     result: dict[str, Any] = {
         "status": "ok",

@@ -75,7 +75,7 @@ class CallReply(TypedDict, total=False):
     form: str  # why an output is not a plain dense tensor ("" when fine)
     overlap: str  # which memory an output shares ("" when none)
     out: list[Any]  # per output: {ptr, shape, stride, dtype} of a host tensor, else None (the judge
-    # reads the bytes there itself, tools/peek.py; the report needs no trust)
+    # reads the bytes there itself, tools/judging/peek.py; the report needs no trust)
 
 
 class OutputReply(TypedDict, total=False):

@@ -1,18 +1,17 @@
 """Runs inside the sandbox for the profiler, the problem probe and prebuilds (``mode`` build: a
 kernel's C++ compiled into the build cache): load the problem and a candidate
-in one process and measure (it never decides a verdict; verification is ``pragma.tools.judge``,
+in one process and measure (it never decides a verdict; verification is ``pragma.tools.judging.judge``,
 which keeps candidate code in separate runner processes).
 
-Invoked as ``python -m pragma.tools.worker REQUEST.json``. It announces phases in
+Invoked as ``python -m pragma.tools.inside.worker REQUEST.json``. It announces phases in
 ``progress.jsonl`` (the parent applies deadlines per phase) and writes ``result.json``.
 Before any untrusted code runs it deletes the request file and confines its own writes with
 Landlock (and refuses ``flock``: seccomp). It imports ``cext``, ``landlock``, ``seccomp``,
-``measure`` and ``region`` from pragma, plus ``gpu_worker`` and ``gpu_timing`` for backend=gpu.
+``loading`` and ``region`` from pragma, plus ``gpu_worker`` and ``gpu_timing`` for backend=gpu.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sys
@@ -20,6 +19,8 @@ import time
 import traceback
 from pathlib import Path
 from typing import Any
+
+from pragma.tools.inside.loading import import_file, is_compile_failure, is_memory_failure, record_load_inline
 
 _PHASE = ["start"]  # the last phase announced, reported when something fails
 
@@ -36,64 +37,16 @@ def _write_result(workdir: Path, result: dict[str, Any]) -> None:
     os.replace(tmp, workdir / "result.json")
 
 
-def _import_file(path: str, module_name: str):
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def _record_load_inline(builds: list[dict[str, Any]], counter=None) -> None:
-    """Wrap torch's load_inline so the profiler can find what a KernelBench-style candidate built
-    (and the verifier can count calls into it)."""
-    import torch.utils.cpp_extension as cpp_ext
-
-    for fn_name in ("load_inline", "load"):
-        original = getattr(cpp_ext, fn_name)
-
-        def recording(*args, _original=original, **kwargs):
-            module = _original(*args, **kwargs)
-            so_path = getattr(module, "__file__", "") or ""
-            builds.append(
-                {"so_path": so_path, "source_path": str(Path(so_path).parent / "main.cpp"), "kind": "load_inline"}
-            )
-            if counter is not None:
-                counter.inline_modules.add(getattr(module, "__name__", ""))
-            return module
-
-        setattr(cpp_ext, fn_name, recording)
-
-
-def _is_compile_failure(exc: BaseException) -> bool:
-    from pragma.tools.cext import CompileError
-
-    if isinstance(exc, (CompileError, SyntaxError)):
-        return True
-    text = str(exc)
-    return "Error building extension" in text or "error:" in text and ".cpp" in text
-
-
-def _is_memory_failure(exc: BaseException) -> bool:
-    text = str(exc)
-    return (
-        isinstance(exc, MemoryError)
-        or "can't allocate memory" in text
-        or "bad_alloc" in text
-        or "Cannot allocate memory" in text
-    )
-
-
 def _failure(exc: BaseException, req: dict[str, Any], builds: list[dict[str, Any]]) -> dict[str, Any]:
     """Any exception from untrusted code becomes a result, never a crash."""
-    status = "compile_error" if _is_compile_failure(exc) else "runtime_error"
+    status = "compile_error" if is_compile_failure(exc) else "runtime_error"
     text = str(exc)[-3000:]
     checks = []
     if status == "compile_error":
         # Lead with the compiler's first error, not the "In function ..." context line.
         first = next((ln for ln in text.splitlines() if "error" in ln.lower()), "")
         text = f"{first.strip()}\n{text}" if first else text
-    elif _is_memory_failure(exc):
+    elif is_memory_failure(exc):
         limit = int(req.get("memory_limit_bytes", 0))
         text = f"memory limit exceeded ({limit} bytes of address space per sandbox): {text}"
         checks = [{"rule": "memory_limit", "verdict": "fail", "detail": text[:300]}]
@@ -111,7 +64,7 @@ def _placed(model, req: dict[str, Any]):
     """KernelBench moves ModelNew to the GPU after constructing it; the verifier does the same."""
     if req.get("device", "cpu") == "cpu":
         return model
-    from pragma.tools.gpu_worker import to_device
+    from pragma.tools.inside.gpu_worker import to_device
 
     return to_device(model, req["device"])
 
@@ -121,9 +74,9 @@ def _build(req: dict[str, Any], workdir: Path, make_baseline=None):
 
     torch.set_num_threads(int(req["num_threads"]))
     _announce(workdir, "load_problem")
-    problem = _import_file(req["problem_path"], "pragma_problem")
+    problem = import_file(req["problem_path"], "pragma_problem")
     if req.get("device", "cpu") != "cpu":  # reference and inputs on the device, as KernelBench puts them
-        from pragma.tools.gpu_worker import on_device
+        from pragma.tools.inside.gpu_worker import on_device
 
         problem = on_device(problem, req["device"])
     seed = int(req["seed"])
@@ -135,7 +88,7 @@ def _build(req: dict[str, Any], workdir: Path, make_baseline=None):
     _announce(workdir, "build")
     # Same seed before the candidate's constructor: KernelBench's convention for matching weights.
     torch.manual_seed(seed)
-    candidate_module = _import_file(str(workdir / "candidate.py"), "pragma_candidate")
+    candidate_module = import_file(str(workdir / "candidate.py"), "pragma_candidate")
     if not hasattr(candidate_module, "ModelNew"):
         raise AttributeError("candidate defines no class ModelNew")
     torch.manual_seed(seed)
@@ -157,7 +110,7 @@ def _describe_outputs(out: Any) -> dict[str, Any]:
 
 
 # The probe's reference time, printed at a run's start, is taken the way the verifier's judge
-# times the reference (tools/judge.py): same thread count and allocator (steady_heap, in main, and
+# times the reference (tools/judging/judge.py): same thread count and allocator (steady_heap, in main, and
 # the sandbox's huge-page setting), the previous output dropped before each call, warm-up by count
 # then until two windows of calls agree, the median of several calls, all inside the machine's
 # timing slot. The verifier's reference runner has made dozens of calls (correctness trials) before
@@ -270,12 +223,12 @@ def _probe(req: dict[str, Any], workdir: Path) -> dict[str, Any]:
     """Load the problem alone: its inputs' shapes and the reference's steady time per call."""
     import torch
 
-    from pragma.tools import timing_slot
+    from pragma.tools.launch import timing_slot
 
     try:
         torch.set_num_threads(int(req["num_threads"]))
         _announce(workdir, "load_problem")
-        problem = _import_file(req["problem_path"], "pragma_problem")
+        problem = import_file(req["problem_path"], "pragma_problem")
         torch.manual_seed(int(req["seed"]))
         init_inputs = list(problem.get_init_inputs())
         model = problem.Model(*init_inputs)
@@ -283,7 +236,7 @@ def _probe(req: dict[str, Any], workdir: Path) -> dict[str, Any]:
         # The verifier times the reference between other implementations' calls and input changes,
         # which leave little of its data in the last-level cache; the probe reads a buffer twice the
         # LLC's size before each timed call for the same state (allocated before any call: a buffer
-        # allocated later made a kernel's fresh outputs fault, tools/region.py). Without it a 16 MB
+        # allocated later made a kernel's fresh outputs fault, tools/inside/region.py). Without it a 16 MB
         # ReLU read 0.66 ms here (input and output in the 32 MiB L3) where the verifier read 2-2.5 ms.
         scratch = torch.ones(flush_bytes() // 4)
         _announce(workdir, "run_reference")
@@ -324,13 +277,13 @@ def _probe(req: dict[str, Any], workdir: Path) -> dict[str, Any]:
 
 def _confine(request_path: str, req: dict[str, Any], workdir: Path) -> dict[str, str]:
     """Forget the request (it holds the held-out seed), fence writes and refuse flock (candidate
-    code must not hold the machine's timing slot: tools/seccomp.py); returns what applied."""
-    from pragma.tools import landlock, seccomp
+    code must not hold the machine's timing slot: tools/launch/seccomp.py); returns what applied."""
+    from pragma.tools.launch import landlock, seccomp
 
     os.unlink(request_path)
     writable = [str(workdir), *req.get("writable_paths", [])]
     if req.get("device", "cpu") == "cuda":  # CUDA opens the GPU's device nodes read-write
-        from pragma.tools.gpu_worker import writable_device_paths
+        from pragma.tools.inside.gpu_worker import writable_device_paths
 
         writable += writable_device_paths("cuda")
     # The probe runs only the problem's own Model (like the verifier's reference runner, which keeps
@@ -344,15 +297,15 @@ def main(request_path: str) -> int:
     req = json.loads(Path(request_path).read_text())
     workdir = Path(req["workdir"])
     isolation = _confine(request_path, req, workdir)
-    # The allocator of the verifier's runners (tools/spawn.py): the reference time the probe prints
+    # The allocator of the verifier's runners (tools/launch/spawn.py): the reference time the probe prints
     # at a run's start, and the profiler's per-call figures, agree with the verifier's (the probe
     # read ReLU's reference at 15-16 ms per call where the verifier timed it at 2-3 ms).
     import ctypes
 
-    from pragma.tools.spawn import steady_heap
+    from pragma.tools.launch.spawn import steady_heap
 
     steady_heap(ctypes.CDLL(None))
-    import pragma.tools.cext as cext
+    import pragma.tools.inside.cext as cext
 
     sys.modules["pragma_cext"] = cext  # candidates import the fast path under this name
     builds: list[dict[str, Any]] = cext.BUILDS
@@ -369,15 +322,15 @@ def main(request_path: str) -> int:
             built = {"status": "compile_error", "message": f"{type(exc).__name__}: {str(exc)[-2000:]}"}
         _write_result(workdir, {**built, "builds": builds, "isolation": isolation})
         return 0
-    from pragma.tools import region
+    from pragma.tools.inside import region
 
-    counter = None  # verification is the judge's (pragma.tools.judge); this process only profiles
+    counter = None  # verification is the judge's (pragma.tools.judging.judge); this process only profiles
     try:
         if req.get("backend") == "gpu":  # interpreter plumbing, autotune on CPU, stream checks (gpu_worker.py)
-            from pragma.tools.gpu_worker import install_triton_hook
+            from pragma.tools.inside.gpu_worker import install_triton_hook
 
             install_triton_hook(counter, req.get("device", "cpu"))  # a CUDA failure here is a result
-        _record_load_inline(builds, counter)
+        record_load_inline(builds, counter)
         problem, reference, candidate, baseline, init_inputs = _build(req, workdir)
     except BaseException as exc:  # any failure of untrusted code is a result, not a crash
         _write_result(workdir, {**_failure(exc, req, builds), "isolation": isolation})
@@ -385,7 +338,7 @@ def main(request_path: str) -> int:
     best_error = ""
     try:
         if req.get("device", "cpu") == "cuda":
-            from pragma.tools.gpu_worker import profile_region
+            from pragma.tools.inside.gpu_worker import profile_region
 
             result = profile_region(req, workdir, problem, candidate, _announce)
         else:

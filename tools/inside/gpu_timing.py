@@ -1,4 +1,5 @@
-"""CUDA-event helpers for the profiler's GPU region (``median_call_ms``) and the side-stream check.
+"""CUDA-event helpers for the profiler's GPU region (``median_call_ms``); the side-stream check is
+``gpu_worker.side_stream_problem``.
 
 The verifier's verdict does not use them: since verifier v2 every timed call, on CUDA too, is
 timed by the judge's clock around the runner's round trip, and the runner ends each call with a
@@ -24,11 +25,9 @@ from typing import Any
 
 import torch
 
+from pragma.tools.inside.loading import clone_inputs
+
 MIN_FLUSH_BYTES = 32 * 2**20
-
-
-def _clone(inputs: list[Any]) -> list[Any]:
-    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
 
 
 def flush_buffer(device: Any = None) -> torch.Tensor:
@@ -56,35 +55,10 @@ def timed_call(fn: Callable, args: list[Any], flush: torch.Tensor) -> tuple[floa
 
 def median_call_ms(fn: Callable, inputs: list[Any], repeats: int = 5) -> float:
     flush = flush_buffer()
-    args = _clone(inputs)
+    args = clone_inputs(inputs)
     with torch.no_grad():
         return statistics.median(timed_call(fn, args, flush)[0] for _ in range(max(1, repeats)))
 
 
 def _tensors(out: Any) -> list[Any]:
     return list(out) if isinstance(out, (tuple, list)) else [out]
-
-
-def side_stream_problem(candidate: Callable, inputs: list[Any]) -> str | None:
-    """Why the candidate does work outside the current stream, or None.
-
-    Two tests: the launch hook saw a Triton kernel launched on another stream during the checks;
-    and an output snapshot taken on the current stream right after forward returns differs from
-    the output once the whole device is idle (something else was still writing it).
-    """
-    from pragma.tools import gpu_worker
-    from pragma.tools.inside import guards
-
-    hook = gpu_worker.installed_hook()
-    if hook is not None and hook.side_streams:
-        return "; ".join(hook.side_streams)
-    args = _clone(inputs)
-    with torch.no_grad():
-        torch.cuda.synchronize()
-        out = candidate(*args)
-        snap = [t.clone() if isinstance(t, torch.Tensor) else t for t in _tensors(out)]
-        torch.cuda.synchronize()
-    for i, (now, then) in enumerate(zip(_tensors(out), snap, strict=True)):
-        if isinstance(now, torch.Tensor) and not guards.bitwise_equal(now, then):
-            return f"output {i} changed after forward returned: work on another CUDA stream was still writing it"
-    return None

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from pragma.tools.measure import _inputs
+from pragma.tools.inside.loading import seeded_inputs
 
 # FLOPs per input element for non-matmul ops flop_counter has no formula for (estimates: a
 # transcendental counts as one FLOP). Pointwise ops count one FLOP per output element.
@@ -175,7 +175,7 @@ def profile_region(
 ) -> dict[str, Any]:
     """Run the kernel ``profile_calls`` times between the profiler's on/off switches."""
     seed = int(req["seed"])
-    inputs = _inputs(problem, seed + 4000)
+    inputs = seeded_inputs(problem, seed + 4000)
     calls = int(req["profile_calls"])
     result: dict[str, Any] = {"status": "ok", "message": "profiled", "calls": calls}
     if req.get("op_cost"):

@@ -232,7 +232,7 @@ def prepare() -> str:
 
 def _exchangeable(x: torch.Tensor) -> bool:
     """Whether every element may take any value of the input's own distribution independently."""
-    from pragma.tools import stress
+    from pragma.tools.judging import stress
 
     structure = stress.structure_of(x)
     if structure in ("", "discrete values"):

@@ -24,7 +24,7 @@ from torch._prims_common import (
     is_non_overlapping_and_dense_or_false as is_non_overlapping_and_dense,
 )
 
-from pragma.tools.protocol import TensorSpec
+from pragma.tools.wire.protocol import TensorSpec
 
 ALIGN_BYTES = 64  # cache-line alignment for every tensor in a region
 # Linux 5.1+: no new writable mapping and no write() on the memfd, while mappings made before the

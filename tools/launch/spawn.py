@@ -28,7 +28,7 @@ import socket
 from dataclasses import dataclass, field
 from typing import Any
 
-from pragma.tools import protocol
+from pragma.tools.wire import protocol
 
 _PR_SET_PDEATHSIG = 1
 _PR_CAPBSET_DROP = 24
@@ -189,11 +189,11 @@ def fork_runner(role: str, writable: list[str], cores: list[int] | None = None) 
             keep = child_sock.fileno()
             os.closerange(3, keep)
             os.closerange(keep + 1, 1 << 16)
-            from pragma.tools import landlock
+            from pragma.tools.launch import landlock
 
             landlock.confine(writable, scope_abstract_unix=True)
             if role != "reference":  # LLM code; the problem's own Model may use torch.compile (file locks)
-                from pragma.tools import seccomp
+                from pragma.tools.launch import seccomp
 
                 seccomp.confine_runner()  # the judge reads from /proc whether it applied
             from pragma.tools.inside import runner
