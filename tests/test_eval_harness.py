@@ -55,6 +55,9 @@ def slice_run(tmp_path_factory):
             # simulation and hot-spot sampling cost minutes on 2 cores and are tested elsewhere.
             "PRAGMA_PROFILE_SIMULATE": "never",
             "PRAGMA_PROFILE_HOTSPOTS": "false",
+            # The micro-profile that rebuilds each kernel twice (vector widths) likewise
+            # (tests/conftest.py FAST_SETTINGS; tests/test_micro_profiles.py runs it).
+            "PRAGMA_PROFILE_MICRO": "cheap",
         }.items():
             mp.setenv(k, v)
         # Worker processes are forked (they inherit the scripted model installed here) or, where

@@ -134,7 +134,7 @@ def test_sigkill_mid_sweep_resumes_without_timing_finished_variants_again(tmp_pa
     thread_id = next(ln.split()[1] for ln in output.splitlines() if ln.startswith("run ") and "resume with" in ln)
 
     killed = _state(isolated_data_dir, thread_id)
-    assert killed["next"] == ["tune"], killed["next"]
+    assert killed["next"] == ["tune"], (killed["next"], output[-4000:])
     finished = killed["values"]["sweep"]["trials"]
     assert len(finished) >= 2 and not killed["values"]["sweep"]["done"]
     calls_before = log.read_text().splitlines()
