@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timing]  # starts sandboxes/p
 
 HOLD_S = 12.0
 HOLDER = (
-    "import sys, time\nfrom pragma.tools import timing_slot\n"
+    "import sys, time\nfrom pragma.tools.launch import timing_slot\n"
     "with timing_slot.hold('test'):\n    print('held', flush=True)\n    time.sleep(float(sys.argv[1]))\n"
 )
 
@@ -74,3 +74,20 @@ def test_verification_waits_while_another_process_times(tmp_path, isolated_data_
     # The judge started while the other process timed: its checks waited, its own timed rounds did not.
     assert result["checks_slot_waited_s"] >= hold_s - 1.5, result["checks_slot_waited_s"]
     assert result["timing_slot_waited_s"] < 1.0, result["timing_slot_waited_s"]
+
+
+def test_a_build_outside_a_verification_waits_while_another_process_times(tmp_path, isolated_data_dir, monkeypatch):
+    """The tuner's and the profiler's prebuilds (and a search round's compiles) take the slot shared:
+    beside a 2-worker `pragma eval` their g++ ran on the core next to another job's timed rounds."""
+    from pragma.tools.verify import prebuild_kernel
+
+    slot = tmp_path / "slot.lock"
+    monkeypatch.setenv("PRAGMA_TIMING_SLOT_PATH", str(slot))
+    hold_s = 8.0  # a build alone takes 1-3 s here
+    cpp = '#include <cstdint>\nextern "C" void k(float* y, int64_t n) { for (int64_t i = 0; i < n; ++i) y[i] = 1.f; }\n'
+    with _slot_held_elsewhere(slot, isolated_data_dir, hold_s):
+        started = time.monotonic()
+        status = prebuild_kernel(str(EXAMPLES / "relu.py"), cpp, "slot_probe", resolve_context())
+        waited = time.monotonic() - started
+    assert status == "ok"
+    assert waited >= hold_s - 1.0, f"the build ran while another process held the slot ({waited:.1f} s)"

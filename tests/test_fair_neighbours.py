@@ -41,7 +41,7 @@ def _in_filtered_child(probe: str, *args: int) -> dict:
         pytest.skip(f"no runner filter for {platform.machine()}")
     code = (
         "import json, sys\n"
-        "from pragma.tools import seccomp\n"
+        "from pragma.tools.launch import seccomp\n"
         "applied = seccomp.confine_runner()\n"
         f"sys.path.insert(0, {TESTS!r})\n"
         "import test_fair_neighbours as t\n"

@@ -138,7 +138,7 @@ def test_the_zygote_does_not_wake_while_a_verification_runs():
     switches over a 2 s job, and it still returns as soon as the job ends."""
     script = (
         "import os, sys, time\n"
-        "from pragma.tools import zygote\n"
+        "from pragma.tools.launch import zygote\n"
         "pid = os.fork()\n"
         "if pid == 0:\n"
         "    time.sleep(2.0)\n"

@@ -296,14 +296,25 @@ def prebuild_kernel(problem_path: str, cpp: str, entry: str, ctx: Context) -> st
     from pragma.tools.glue import compiled_source
 
     req = {**request_for(problem_path, ctx, "build"), "cpp_source": compiled_source(cpp), "cpp_name": entry}
-    outcome = sandbox.run_worker(
-        req,
-        compile_timeout_s=ctx.compile_timeout_s,
-        run_timeout_s=ctx.run_timeout_s,
-        memory_limit_bytes=ctx.memory_limit_bytes,
-        num_threads=ctx.num_threads,
-        extra_env=build_env(),
-    )
+    return _build(req, ctx)
+
+
+def _build(req: dict[str, Any], ctx: Context) -> str:
+    """One sandboxed build worker outside a verification; its status ('ok' or why not).
+
+    It takes the machine's timing slot shared, as a verification's own build does: g++ streams
+    through the cache and memory a timed kernel on the other core reads (the tuner builds a
+    dimension's variants in parallel beside other jobs' timed rounds). A job waiting to time waits
+    for the builds already running (seconds) and none starts meanwhile (the turnstile)."""
+    with timing_slot.share("build outside a verification"):
+        outcome = sandbox.run_worker(
+            req,
+            compile_timeout_s=ctx.compile_timeout_s,
+            run_timeout_s=ctx.run_timeout_s,
+            memory_limit_bytes=ctx.memory_limit_bytes,
+            num_threads=ctx.num_threads,
+            extra_env=build_env(),
+        )
     return str((outcome.result or {}).get("status") or f"failed ({outcome.last_phase})")
 
 
@@ -320,15 +331,7 @@ def prebuild(problem_path: str, code: str, ctx: Context) -> str:
             "cpp_name": job["name"],
             "cpp_flags": job["flags"],
         }
-        outcome = sandbox.run_worker(
-            req,
-            compile_timeout_s=ctx.compile_timeout_s,
-            run_timeout_s=ctx.run_timeout_s,
-            memory_limit_bytes=ctx.memory_limit_bytes,
-            num_threads=ctx.num_threads,
-            extra_env=build_env(),
-        )
-        status = str((outcome.result or {}).get("status") or f"failed ({outcome.last_phase})")
+        status = _build(req, ctx)
         if status != "ok":
             return status
     return "ok"

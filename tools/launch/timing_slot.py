@@ -12,7 +12,8 @@ checking there streams its inputs and outputs (32 MB per call for ReLU) through 
 the timed kernel, whatever its priority: beside a 2-worker ``pragma eval`` the same ReLU kernel
 spread +-5.9% over 8 verifications with only the timed rounds locked, +-2.7% and +-2.0% (two runs)
 with the whole verification sharing the slot (AVX2 EPYC, load 0.8-2.5; docs/verifier.md).
-Compiles outside the verifier, LLM calls and profiler simulations stay parallel: they never wait.
+Sandboxed builds outside a verification (tuner and profiler prebuilds, a search round's compiles)
+share it too (``verify._build``). LLM calls and profiler simulations stay parallel: they never wait.
 
 The slot is an ``flock`` on a file shared by every PRAGMA process of the machine, whatever its
 data dir (they share the CPU, not the data dir): the kernel releases it when the holder dies, so a
