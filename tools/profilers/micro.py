@@ -135,7 +135,8 @@ def collect_vector_widths(problem_path: str, code: str, ctx: Any) -> dict[str, A
             "cost_s": 0.0,
         }
     variants = {w: tunables.with_flags(code, [f"-mprefer-vector-width={w}"]) for w in ("256", "512")}
-    # Both builds first, in parallel and outside the timing slot: the slot then covers only the runs.
+    # Both builds first, in parallel, sharing the timing slot (verify._build): the exclusive hold then
+    # covers only the runs.
     with ThreadPoolExecutor(max_workers=2) as pool:
         built = dict(zip(variants, pool.map(lambda v: _prebuild(problem_path, v, ctx), variants.values()), strict=True))
     per_call: dict[str, float] = {}
