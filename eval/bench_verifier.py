@@ -141,6 +141,7 @@ def _row(result: dict[str, Any], wall_s: float) -> dict[str, Any]:
         "checks_slot_waited_s": result["checks_slot_waited_s"],
         "audited": len(result["audited_calls"]),
         "audit_ms_total": round(result.get("audit_ms_total", 0.0), 2),
+        "anon_huge_page_share": result.get("anon_huge_page_share", {}),
         "audit_escape_at_quarter": result.get("audit_escape_at_quarter", 1.0),
         "timed_rounds": len(result["samples_ms"]["candidate"]),
         "warmup_rounds": result["warmup_rounds"],

@@ -73,6 +73,9 @@ def test_audited_and_recorded_calls_are_listed(isolated_data_dir):
     assert re.match(r"\d+ elements per output of every timed call", result["spot_reads"]), result["spot_reads"]
     assert 0 < result["spot_read_ms_per_call"] < 5
     assert 0 < result["null_round_trip_ms"] < 5
+    # Diagnostic of per-process bias (never judged): read from each runner's /proc/PID/smaps.
+    huge = result["anon_huge_page_share"]
+    assert set(huge) == {"reference", "candidate"} and all(0.0 <= v <= 1.0 for v in huge.values()), huge
     check = {c["rule"]: c for c in result["checks"]}
     assert check["noisy_neighbour"]["verdict"] == "pass"
     assert check["audited_calls"]["verdict"] == "pass"

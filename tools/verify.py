@@ -72,6 +72,7 @@ def empty_result(status: Status, message: str, log_tail: str = "") -> VerifyResu
         "timing_slot_waited_s": 0.0,
         "checks_slot_waited_s": 0.0,
         "audited_calls": [],
+        "anon_huge_page_share": {},
         "audit_escape_at_quarter": 1.0,
         "audit_ms_total": 0.0,
         "recorded_calls": [],

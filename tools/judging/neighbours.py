@@ -121,6 +121,32 @@ def _status_field(pid: int, name: str) -> str:
         return ""
 
 
+def anon_huge_page_share(pid: int) -> float:
+    """Share of ``pid``'s resident anonymous memory (its heap and unnamed mappings, where a runner's
+    outputs live) that sits on transparent huge pages; -1.0 when /proc cannot say.
+
+    Why it is reported: beside a busy ``pragma eval`` verifications of one kernel disagreed by more
+    than their own CIs (a bias fixed per verification); whether a fresh runner's heap got huge pages
+    while the machine's memory was being churned is one candidate cause (tools/launch/sandbox.py
+    asks for them: THP_MEM_ALLOC_ENABLE)."""
+    rss_kb = huge_kb = 0
+    anon = False
+    try:
+        with open(f"/proc/{pid}/smaps") as f:
+            for line in f:
+                head = line.split(maxsplit=5)
+                if head and "-" in head[0] and len(head) >= 5:  # a mapping's header line
+                    name = head[5].strip() if len(head) > 5 else ""
+                    anon = name in ("", "[heap]")
+                elif anon and line.startswith("Rss:"):
+                    rss_kb += int(line.split()[1])
+                elif anon and line.startswith("AnonHugePages:"):
+                    huge_kb += int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return -1.0
+    return huge_kb / rss_kb if rss_kb else -1.0
+
+
 def children_of(pid: int) -> list[int]:
     out: list[int] = []
     try:

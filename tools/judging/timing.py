@@ -12,7 +12,7 @@ import torch
 
 from pragma.tools.judging import acceptance, freshen, stats
 from pragma.tools.judging.audits import AUDIT_ESCAPE_SHARE, AUDIT_FRACTION, MIN_AUDITS, RECORD_FRACTION
-from pragma.tools.judging.neighbours import child_ticks, cpu_ticks
+from pragma.tools.judging.neighbours import anon_huge_page_share, child_ticks, cpu_ticks
 from pragma.tools.judging.runners import CONFIRM, TIMED_CANDIDATE
 from pragma.tools.launch import timing_slot
 from pragma.tools.wire import shm
@@ -159,6 +159,7 @@ class Timing:
             self._check_scheduling("after the timed rounds")
             self._judge_children(kids0)
             cores = self.cores_used(["reference", "candidate"])
+            huge = {r: anon_huge_page_share(self.runners[r].pid) for r in ("reference", "candidate")}
         for r in self.idle_ticks:
             self.runners[r].cont()
         self._neighbour_verdict(stray, samples)
@@ -175,6 +176,7 @@ class Timing:
             "warmup_rounds": warm,
             "warmup_elapsed_s": warmup_elapsed_s,
             "cores_used": cores,
+            "anon_huge_page_share": huge,
             "null_round_trip_ms": null_ms,
             "timing_slot_waited_s": slot["waited_s"],
             "audited_calls": sorted(audited),

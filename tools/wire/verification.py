@@ -161,6 +161,10 @@ class VerifyResult(TypedDict):
     """Seconds the judge waited for the shared slot before its checks."""
     audited_calls: list[int]
     """Indices of the timed rounds whose whole outputs were compared after the call."""
+    anon_huge_page_share: dict[str, float]
+    """Per runner role (reference, candidate): the share of its resident anonymous memory (heap and
+    unnamed mappings, where outputs live) on transparent huge pages after the timed rounds; -1.0
+    when /proc could not say. A diagnostic of per-process timing bias, never judged."""
     audit_escape_at_quarter: float
     """Probability that a kernel wrong on 25% of timed calls passes every audit (1.0: none ran)."""
     audit_ms_total: float
