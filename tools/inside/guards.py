@@ -24,6 +24,8 @@ import torch
 import torch.nn.functional
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from pragma.tools.wire.tensors import bitwise_equal, tensors_of  # noqa: F401 (callers use them from here)
+
 # aten ops a forward may dispatch without computing the operator: allocation, views, copies.
 GLUE_OPS = frozenset(
     """
@@ -240,10 +242,6 @@ class CallCounter:
                     value.__class__ = base
 
 
-def tensors_of(out: Any) -> list[Any]:
-    return list(out) if isinstance(out, (tuple, list)) else [out]
-
-
 def output_form_problem(t: Any) -> str | None:
     """Why ``t`` is not a plain dense tensor, or None."""
     if type(t) is not torch.Tensor:
@@ -268,21 +266,6 @@ def _span(t: torch.Tensor) -> tuple[int, int] | None:
 def overlaps(a: Any, b: Any) -> bool:
     sa, sb = _span(a), _span(b)
     return bool(sa and sb and sa[0] < sb[1] and sb[0] < sa[1])
-
-
-def bitwise_equal(a: Any, b: Any) -> bool:
-    """Exact equality, NaN payloads included (torch.equal treats NaN as unequal)."""
-    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
-        return a == b if not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor) else False
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    if a.numel() == 0:
-        return True
-    if a.dtype == torch.bool:
-        return torch.equal(a, b)
-    # Compare the raw bits through an integer view of the same width (byte views are 4x slower).
-    width = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}.get(a.element_size(), torch.uint8)
-    return torch.equal(a.contiguous().view(-1).view(width), b.contiguous().view(-1).view(width))
 
 
 def snapshot(out: Any) -> list[Any]:

@@ -11,23 +11,7 @@ from typing import Any
 
 import torch
 
-
-def tensors_of(out: Any) -> list[Any]:
-    return list(out) if isinstance(out, (tuple, list)) else [out]
-
-
-def bitwise_equal(a: Any, b: Any) -> bool:
-    """Exact equality, NaN payloads included (torch.equal treats NaN as unequal)."""
-    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
-        return a == b if not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor) else False
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    if a.numel() == 0:
-        return True
-    if a.dtype == torch.bool:
-        return torch.equal(a, b)
-    width = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}.get(a.element_size(), torch.uint8)
-    return torch.equal(a.contiguous().view(-1).view(width), b.contiguous().view(-1).view(width))
+from pragma.tools.wire.tensors import bitwise_equal, tensors_of  # noqa: F401 (callers use them from here)
 
 
 def tolerance_for(dtype: torch.dtype, atol: float, rtol: float) -> tuple[float, float]:

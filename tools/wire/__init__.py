@@ -2,5 +2,6 @@
 
 ``verification``: the verifier's request (launcher -> judge) and result (judge -> verifier ->
 graph state). ``protocol``: the judge <-> runner messages. ``shm``: the shared-memory tensor
-regions they point to. Neutral: both sides import these modules; they import no judging or inside code.
+regions they point to. ``tensors``: the output helpers both sides use (``tensors_of``,
+``bitwise_equal``). Neutral: both sides import these modules; they import no judging or inside code.
 """
