@@ -129,6 +129,9 @@ def network_isolation() -> tuple[list[str], str]:
 # parallel, so one g++ could share the timed core at equal weight and steal slices of timed calls.
 # At nice 19 it gets ~1.5% of a contended core and a woken timed call preempts it at once; alone
 # it runs at full speed, and unlike SCHED_IDLE it cannot starve into its compile deadline.
+# Since these builds also take the timing slot shared (verify._build), none of them overlaps a
+# PRAGMA process's timed phase on the same slot file; the nice still covers timed work the slot
+# does not see (another slot path, a user's own benchmark beside a run).
 BUILD_NICE = 19
 
 
