@@ -137,6 +137,23 @@ def test_shape_overrides_materialize_a_copy_and_leave_the_original(kernelbench_t
     assert problems["level2/1_Conv2D_ReLU_BiasAdd"].sha256 != relu.sha256
 
 
+def test_two_loaders_materialize_one_problem_at_once(kernelbench_tree, tmp_path, isolated_data_dir):
+    """Two evaluation runs started together load the same suite with the same overrides: both
+    materialize the same copies at once, and neither may fail on the other's temporary file (found
+    when two ablation runs started in the same second)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    overrides = tmp_path / "sizes.json"
+    overrides.write_text(json.dumps({"defaults": {"batch_size": 4}, "problems": {}}))
+    for attempt in range(6):  # a fresh copy each time: the race is only on first materialization
+        overrides.write_text(json.dumps({"defaults": {"batch_size": 4 + attempt}, "problems": {}}))
+        with ThreadPoolExecutor(8) as pool:
+            loaded = list(pool.map(lambda _: load_suite(kernelbench_tree, overrides), range(8)))
+        paths = {tuple(p.path for p in problems) for problems in loaded}
+        assert len(paths) == 1 and all(Path(p).is_file() for p in next(iter(paths)))
+    assert not list(isolated_data_dir.rglob("*.tmp"))
+
+
 def test_toml_overrides_and_filters(kernelbench_tree, tmp_path):
     overrides = tmp_path / "sizes.toml"
     overrides.write_text('[problems."level2/*"]\nbatch_size = 2\n')

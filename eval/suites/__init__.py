@@ -24,7 +24,9 @@ import fnmatch
 import hashlib
 import json
 import logging
+import os
 import re
+import threading
 import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -220,7 +222,9 @@ def _materialize(name: str, text: str) -> Path:
     path = data_dir() / "eval" / "problems" / digest[:16] / f"{Path(name).name}.py"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
+        # A name of this process's own: two runs loading one suite at once would otherwise race on
+        # one temporary file (the loser's rename found it gone). Same content either way.
+        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_text(text)
         tmp.replace(path)
     return path
