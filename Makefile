@@ -76,9 +76,9 @@ test-fast: setup
 	$(BIN)/pytest -q -m "not integration and not local_model" --durations=5
 
 # The typed contracts: graph state and Context, the verifier's wire (request and result, built and read
-# in verify.py), the acceptance rule, the judge<->runner protocol, the CLI foundation,
-# the locks. The rest of the code is checked by ruff only (its dynamic torch/LangChain values).
-TYPED := tools/judging/session.py tools/judging/verdicts.py tools/judging/acceptance.py tools/wire/verification.py tools/verify.py tools/device.py graph/state.py graph/context.py graph/clikit.py graph/lock.py tools/wire/protocol.py tools/launch/timing_slot.py nodes/prompts.py
+# in verify.py), the acceptance rule, the judge<->runner protocol, the judge's mixins and the state
+# they share (judging/base.py), the CLI foundation, the locks. The rest of the code is checked by ruff only (its dynamic torch/LangChain values).
+TYPED := tools/judging/session.py tools/judging/base.py tools/judging/runners.py tools/judging/correctness.py tools/judging/audits.py tools/judging/timing.py tools/judging/neighbours.py tools/judging/verdicts.py tools/judging/acceptance.py tools/wire/verification.py tools/verify.py tools/device.py graph/state.py graph/context.py graph/clikit.py graph/lock.py tools/wire/protocol.py tools/launch/timing_slot.py nodes/prompts.py
 
 lint: setup
 	$(BIN)/ruff check graph nodes tools knowledge eval tests

@@ -13,9 +13,9 @@ import torch
 
 from pragma.tools.judging import compare as cmp_mod
 from pragma.tools.judging import peek
+from pragma.tools.judging.base import JudgeState, SpotRead
 from pragma.tools.judging.neighbours import cpu_clock_ns, cpu_ticks
 from pragma.tools.judging.verdicts import Decided
-from pragma.tools.wire.verification import SandboxedRequest
 
 AUDIT_FRACTION = 0.05  # share of timed rounds whose outputs are fetched and compared (~45 ms each for 32 MB outputs)
 
@@ -32,11 +32,9 @@ MIN_AUDITS = 17
 RECORD_FRACTION = 0.05  # share of timed rounds where the candidate's ops are recorded (samples dropped)
 
 
-class Audits:
+class Audits(JudgeState):
     """The timed call and what is checked of it. Mixed into ``session.Judge`` (state: ``spots``,
     ``spot_*``, ``audit_ns``, ``call_cpu``, ``released``, ``timed_region``)."""
-
-    req: SandboxedRequest  # the typed request (tools/wire/verification.py), set by Judge.__init__
 
     def timed_call(self, role: str, record: bool = False) -> tuple[float, dict[str, Any]]:
         """Judge's clock around one call's round trip (same protocol for every implementation).
@@ -117,15 +115,15 @@ class Audits:
         ref = self.spots.get("reference")
         if self.spot_unit is None or ref is None:
             return False
-        if isinstance(ref, str):
+        if not isinstance(ref, tuple):  # why it could not be read (a Prepared is unpacked by now)
             raise Decided({"status": "runtime_error", "message": f"the reference's output could not be read: {ref}"})
         call = f"timed call {i}" if i >= 0 else f"warm-up call {-i}"
         for role in roles[1:]:
             got = self.spots.get(role)
-            if isinstance(got, str) or got is None:
+            if not isinstance(got, tuple):  # why it could not be read, or no read
                 why = f"{call}: the judge could not read the output when the call returned: {got}"
                 if role == "best":
-                    self.best_error = self.best_error or f"the best's {why}"
+                    self.best_error: str = self.best_error or f"the best's {why}"
                     continue
                 raise self.v.reject("output_materialised", why)
             same = len(got[0]) == len(ref[0]) and all(
@@ -151,7 +149,7 @@ class Audits:
     def _new_spots(self) -> None:
         """This round's secret spot positions (fractions of each output's size), host outputs only,
         and each implementation's read prepared for the layout its last call reported."""
-        self.spots = {}
+        self.spots: dict[str, SpotRead] = {}
         self.spot_unit = (
             torch.rand(self.spot_count, dtype=torch.float64, generator=self.spot_gen) if self.device == "cpu" else None
         )

@@ -11,9 +11,9 @@ import torch
 
 from pragma.tools.judging import compare as cmp_mod
 from pragma.tools.judging import freshen, stress
+from pragma.tools.judging.base import JudgeState
 from pragma.tools.judging.runners import _nbytes
 from pragma.tools.judging.verdicts import Decided
-from pragma.tools.wire.verification import SandboxedRequest
 
 SETTLE_S = 0.02  # the first trial waits this long before checking that the output stopped changing
 
@@ -24,11 +24,9 @@ SETTLE_S = 0.02  # the first trial waits this long before checking that the outp
 JUDGE_CHECK_THREADS = max(1, min(2, len(os.sched_getaffinity(0))))
 
 
-class Correctness:
+class Correctness(JudgeState):
     """The checks before timing and the held-out re-check's comparison. Mixed into ``session.Judge``
     (state: ``ref_outs``, ``max_abs``/``mean_abs``, ``affine``, ``precise_info``, ``extra``)."""
-
-    req: SandboxedRequest  # the typed request (tools/wire/verification.py), set by Judge.__init__
 
     # --- checks -----------------------------------------------------------------------------------
 
@@ -117,8 +115,8 @@ class Correctness:
         if cmp is None:
             cmp = cmp_mod.compare(ref_out, out, self.atol if atol is None else atol, self.rtol)
         if atol is None:  # a stress variant's differences are on another scale: not the kernel's figure
-            self.max_abs = max(self.max_abs, cmp.get("max_abs_diff", 0.0))
-            self.mean_abs = max(self.mean_abs, cmp.get("mean_abs_diff", 0.0))
+            self.max_abs: float = max(self.max_abs, cmp.get("max_abs_diff", 0.0))
+            self.mean_abs: float = max(self.mean_abs, cmp.get("mean_abs_diff", 0.0))
         if not cmp["ok"]:
             if mismatch_rule:
                 raise self.v.reject(mismatch_rule, f"{label}: {cmp['message']}")
@@ -153,7 +151,7 @@ class Correctness:
                     break
                 one = cmp_mod.affine_outputs(base, *probes)
                 flags = one if flags is None else [a and b for a, b in zip(flags, one, strict=True)]
-            self.affine = flags if flags is not None else []
+            self.affine: list[bool] | None = flags if flags is not None else []
             self.precise_info["affine"] = list(self.affine)
         return self.affine
 

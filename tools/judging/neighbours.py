@@ -12,7 +12,7 @@ import os
 import time
 from time import perf_counter_ns
 
-from pragma.tools.wire.verification import SandboxedRequest
+from pragma.tools.judging.base import JudgeState
 
 CORES_WINDOW_S = 0.2  # long against a scheduler tick (10 ms): the tick count's error is then <5%
 
@@ -158,11 +158,9 @@ def children_of(pid: int) -> list[int]:
     return out
 
 
-class Neighbours:
+class Neighbours(JudgeState):
     """The judge's checks over ``/proc``. Mixed into ``session.Judge`` (state: ``runners``,
     ``sched_expected``, ``idle_ticks``, ``stop_ticks``, ``call_cpu``, ``cores_from``, ``v``)."""
-
-    req: SandboxedRequest  # the typed request (tools/wire/verification.py), set by Judge.__init__
 
     def _judge_call_cpu(self, pid: int, cpu0: int | None, may_run_ns: int) -> None:
         """No share of any timed call on more than num_threads cores (``thread_budget``).
@@ -179,7 +177,7 @@ class Neighbours:
             return
         used_ns = cpu1 - cpu0
         cores = used_ns / may_run_ns
-        self.call_cores_peak = max(self.call_cores_peak, cores)
+        self.call_cores_peak: float = max(self.call_cores_peak, cores)
         if used_ns > self.n_threads * may_run_ns * CALL_CORES_SLACK + CALL_CPU_SLACK_NS:
             raise self.v.reject(
                 "thread_budget",

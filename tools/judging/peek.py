@@ -204,8 +204,9 @@ def matches(prep: Prepared, report: Any) -> bool:
     return True
 
 
-def read_prepared(pid: int, prep: Prepared, report: list[Any]) -> None:
-    """The read itself, for a report ``matches`` accepted (raises Unreadable)."""
+def read_prepared(pid: int, prep: Prepared, report: Any) -> None:
+    """The read itself, for a report ``matches`` accepted (a list: the call's reply, unchecked
+    by type until ``matches``; raises Unreadable)."""
     for k in range(len(prep.offsets)):
         prep.remote[k][:, 0] = prep.offsets[k] + report[k]["ptr"]
         if prep.remote[k][0, 1]:

@@ -1,5 +1,5 @@
-"""The runners' lifecycle as the judge sees it: commands and replies, shared-memory input bindings,
-loading the problem and the implementations, guards, replacing a runner by a spare.
+"""The runners' lifecycle as the judge sees it: commands and replies, shared-memory input bindings
+(``base.Binding``), loading the problem and the implementations, guards, replacing a runner by a spare.
 
 The runners were forked by ``main`` (session.py) before any seed existed; this module only talks
 to them (``spawn.RunnerHandle``) and never imports candidate-side code."""
@@ -11,17 +11,17 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Any, NoReturn
 
 import torch
 
 from pragma.tools.judging import compare as cmp_mod
+from pragma.tools.judging.base import JudgeState
 from pragma.tools.judging.neighbours import _status_field, children_of, thread_count
 from pragma.tools.judging.rules import RULES
 from pragma.tools.judging.verdicts import Decided
-from pragma.tools.launch import spawn
 from pragma.tools.wire import shm
-from pragma.tools.wire.verification import SandboxedRequest
 
 TIMED_CANDIDATE = "candidate_timed"  # the candidate's second runner, timed against the best
 
@@ -37,75 +37,30 @@ def _announce(workdir: Path, phase: str) -> None:
         f.write(json.dumps({"phase": phase, "t": time.time()}) + "\n")
 
 
-def _import_file(path: str, module_name: str):
+def _import_file(path: str, module_name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:  # not a Python source file (no loader for its suffix)
+        raise ImportError(f"cannot import {path!r} as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     spec.loader.exec_module(module)
     return module
 
 
-class Binding:
-    """One runner's input region (a copy of the judge's master inputs) and output region."""
-
-    def __init__(self, handle: spawn.RunnerHandle):
-        self.handle = handle
-        self.region: shm.Region | None = None
-        self.specs: list[shm.TensorSpec] = []
-        self.views: list[Any] = []  # the runner's inputs as the judge sees them (views of shared memory)
-        self.out_region: shm.Region | None = None
-        self.shared = False  # bound to the timed rounds' region (read-only, every runner's)
-
-    def share(self, region: shm.Region, specs: list[shm.TensorSpec], views: list[Any]) -> None:
-        """Bind the runner to ``region`` (sealed; mapped read-only there); the judge writes it."""
-        values = [None if isinstance(x, torch.Tensor) else x for x in views]
-        self.handle.request(
-            {"op": "bind", "size_bytes": region.size_bytes, "specs": specs, "read_only": True}, [region.fd], values
-        )
-        if self.region is not None and not self.shared:
-            self.region.close()
-        self.region, self.specs, self.views, self.shared = region, specs, views, True
-
-    def write(self, inputs: list[Any]) -> None:
-        """Put ``inputs`` in the runner's region (same buffers when the layout is unchanged)."""
-        specs, size = shm.layout(inputs)
-        same = (
-            not self.shared
-            and self.region is not None
-            and [(s["shape"], s["stride"], s["dtype"]) for s in specs]
-            == [(s["shape"], s["stride"], s["dtype"]) for s in self.specs]
-            and [type(x) for x in inputs] == [type(x) for x in self.views]
-            and all(a == b for a, b in zip(inputs, self.views, strict=True) if not isinstance(a, torch.Tensor))
-        )
-        if not same:
-            if self.region is not None and not self.shared:
-                self.region.close()  # the shared region is the judge's to close
-            self.shared = False
-            self.region = shm.Region(size, name=f"pragma-in-{self.handle.role}")
-            self.specs = specs
-            self.views = list(inputs)
-            for spec in specs:
-                self.views[spec["index"]] = self.region.view(spec)
-        for spec in specs:
-            self.views[spec["index"]].copy_(inputs[spec["index"]])
-        if not same:
-            values = [None if isinstance(x, torch.Tensor) else x for x in inputs]
-            self.handle.request(
-                {"op": "bind", "size_bytes": self.region.size_bytes, "specs": specs}, [self.region.fd], values
-            )
-        elif self.handle.extra.get("device", "cpu") != "cpu":
-            self.handle.request({"op": "sync"})
+def _list_in(rep: dict[str, Any], key: str) -> list[Any]:
+    """``rep[key]`` when the runner sent a list there, else [] (a reply is not trusted to be well formed)."""
+    value = rep.get(key)
+    return value if isinstance(value, list) else []
 
 
 def _nbytes(values: Any) -> int:
     return sum(t.numel() * t.element_size() for t in cmp_mod.tensors_of(values) if isinstance(t, torch.Tensor))
 
 
-class RunnerLifecycle:
+class RunnerLifecycle(JudgeState):
     """Talking to the runners and loading what they run. Mixed into ``session.Judge``, whose
-    ``__init__`` sets the state read here (``req``, ``runners``, ``bindings``, ``problem``, ...)."""
-
-    req: SandboxedRequest  # the typed request (tools/wire/verification.py), set by Judge.__init__
+    ``__init__`` sets the state read here (``req``, ``runners``, ``bindings``, ``problem``, ...:
+    ``base.JudgeState``)."""
 
     # --- plumbing ---------------------------------------------------------------------------------
 
@@ -167,7 +122,7 @@ class RunnerLifecycle:
                 b.out_region = shm.Region(need * 2 if need < (1 << 28) else need, name=f"pragma-out-{role}")
                 self.ask(role, {"op": "out_region", "size_bytes": b.out_region.size_bytes}, [b.out_region.fd])
                 continue
-            kinds = rep.get("kinds") if isinstance(rep.get("kinds"), list) else []
+            kinds = _list_in(rep, "kinds")
             bad = next(
                 (f"output {i} is {str(k)[:40]}, expected a tensor" for i, k in enumerate(kinds) if k != "tensor"),
                 f"outputs could not be read: {str(rep.get('error', ''))[:200]}",
@@ -190,7 +145,7 @@ class RunnerLifecycle:
                 raise Decided({"status": "runtime_error", "message": f"{role}: {exc}"}) from None
             view = b.out_region.view(checked)
             outs.append(view.clone() if copy else view)
-        devices = rep.get("devices") if isinstance(rep.get("devices"), list) else []
+        devices = _list_in(rep, "devices")
         self.extra.setdefault("devices", {})[role] = [str(d)[:20] for d in devices]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
@@ -319,7 +274,7 @@ class RunnerLifecycle:
         allowance = 2 * (self.n_threads - 1)
         for role in ("candidate",):  # the best passed before: its quirks must not reject the candidate
             rep = self.ask(role, {"op": "guards", "thread_allowance": allowance})
-            findings = rep.get("findings") if isinstance(rep.get("findings"), list) else []
+            findings = _list_in(rep, "findings")
             for f in findings[:1]:
                 if isinstance(f, list) and len(f) == 2 and f[0] in RULES:
                     raise self.v.reject(str(f[0]), f"{role}, {when}: {str(f[1])[:300]}")
@@ -336,7 +291,7 @@ class RunnerLifecycle:
                     f"process (allowed {allowance} at num_threads={self.n_threads}; /proc)",
                 )
 
-    def call_failed(self, role: str, rep: dict[str, Any]) -> None:
+    def call_failed(self, role: str, rep: dict[str, Any]) -> NoReturn:
         text = str(rep.get("error", "forward failed"))[:3000]
         if role == "reference":
             raise Decided({"status": "runtime_error", "message": f"the reference failed while timed: {text}"})

@@ -29,36 +29,22 @@ import json
 import os
 import secrets
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 import torch
 
 from pragma.tools.judging import acceptance, freshen, peek
 from pragma.tools.judging.audits import Audits
+from pragma.tools.judging.base import Binding, Seeds, SpotRead
 from pragma.tools.judging.correctness import JUDGE_CHECK_THREADS, Correctness
 from pragma.tools.judging.neighbours import Neighbours, sched_of
-from pragma.tools.judging.runners import CONFIRM, TIMED_CANDIDATE, Binding, RunnerLifecycle, _announce
+from pragma.tools.judging.runners import CONFIRM, TIMED_CANDIDATE, RunnerLifecycle, _announce
 from pragma.tools.judging.timing import Timing
 from pragma.tools.judging.verdicts import Decided, Verdicts
 from pragma.tools.launch import landlock, spawn, timing_slot
-from pragma.tools.wire import shm
 from pragma.tools.wire.verification import SandboxedRequest
 
 _PR_SET_DUMPABLE = 4
-
-
-class Seeds(TypedDict):
-    """Drawn from the OS after the runners were forked; never written to the result."""
-
-    trials: list[int]  # one per correctness trial
-    stateless: int  # the generator choosing which elements the stateless probe changes
-    stress: int  # stress variants
-    timing: int  # the timed inputs
-    fresh: int  # the generator of per-call input changes (and audit choices)
-    holdout: int  # the held-out re-check after timing
-    construct: int  # torch.manual_seed before every constructor (weights match across implementations)
-    problem_import: int  # torch.manual_seed before importing the problem (judge and reference runner)
-    candidate_import: int  # torch.manual_seed before importing the candidate / best module
 
 
 def draw_seeds(trials: int) -> Seeds:
@@ -79,11 +65,15 @@ def draw_seeds(trials: int) -> Seeds:
 
 
 class Judge(Timing, Audits, Correctness, RunnerLifecycle, Neighbours):
-    """One verification: the state every concern reads (set here, in ``__init__``) and the order
-    they run in (``run``). The concerns are mixins, one module each: ``runners.RunnerLifecycle``
-    (commands, loading, guards), ``correctness.Correctness`` (trials, stress), ``audits.Audits``
-    (one timed call, spot reads, audits), ``timing.Timing`` (warm-up, batches, early stop,
-    confirmation) and ``neighbours.Neighbours`` (``/proc`` accounting, scheduling checks)."""
+    """One verification: the state every concern reads (declared in ``base.JudgeState``, with what
+    each attribute holds; set here, in ``__init__``) and the order they run in (``run``). The
+    concerns are mixins, one module each: ``runners.RunnerLifecycle`` (commands, loading, guards),
+    ``correctness.Correctness`` (trials, stress), ``audits.Audits`` (one timed call, spot reads,
+    audits), ``timing.Timing`` (warm-up, batches, early stop, confirmation) and
+    ``neighbours.Neighbours`` (``/proc`` accounting, scheduling checks).
+
+    The containers are annotated here as in ``JudgeState`` too: ``make lint``'s mypy does not resolve
+    ``pragma.*`` imports (the editable install is an import hook), so there the mixins are ``Any``."""
 
     def __init__(
         self,
@@ -97,46 +87,41 @@ class Judge(Timing, Audits, Correctness, RunnerLifecycle, Neighbours):
         self.isolation = isolation
         self.v = Verdicts()
         self.atol, self.rtol = float(req["atol"]), float(req["rtol"])
-        self.bar = acceptance.bar(float(req["acceptance_margin"]))  # the CI vs the best must clear it
+        self.bar = acceptance.bar(float(req["acceptance_margin"]))
         self.n_threads = int(req["num_threads"])
         self.device = str(req["device"])
         self.bindings = {role: Binding(h) for role, h in runners.items()}
-        self.builds: list[dict[str, Any]] = []
+        self.builds: list[dict[str, str]] = []
         self.best_error = ""
         self.phase = "start"
         self.max_abs = self.mean_abs = 0.0
-        self.problem: Any = None
+        self.problem = None
         self.init_inputs: list[Any] = []
         self.gen = torch.Generator().manual_seed(seeds["fresh"])
         self.audit_rng = secrets.SystemRandom()
         self.extra: dict[str, Any] = {}
-        self.call_cpu: dict[str, tuple[int, int]] = {}  # role -> (CPU ticks, wall ns) of its timed calls
-        self.cores_from: dict[str, str] = {}  # role -> what its cores_used was measured over
-        # pid -> (nice, policy, cores) every task of that runner (and the judge's main thread) must
-        # keep: what it had when forked, before any candidate code ran (main; _check_scheduling)
-        self.sched_expected: dict[int, tuple[int, int, frozenset[int]]] = {}
-        self.call_cores_peak = 0.0  # the candidate's most CPU per second of one timed call, in cores
-        self.released = False  # compiled-call counting (and the Triton launch hook) removed
-        self.ref_outs: list[Any] = []  # the reference's outputs of the correctness trials
-        self.stopped_early = ""  # when and why the timed rounds ended before timed_calls ("" if not)
-        self.timed_runner = ""  # which of the candidate's runners was timed (fresh_candidate)
-        self.timed_region: tuple[shm.Region, list[Any], list[Any]] | None = None  # the sealed inputs
-        self.degenerate_first = ""  # why the first trial alone cannot discriminate (decided with stress)
-        # Spot reads (peek.py): this round's positions, what each implementation's output held
-        # there when its call returned (or why it could not be read), and how many rounds they sent
-        # to a full audit.
+        self.call_cpu: dict[str, tuple[int, int]] = {}
+        self.cores_from: dict[str, str] = {}
+        self.sched_expected: dict[int, tuple[int, int, frozenset[int]]] = {}  # filled by main, before run
+        self.call_cores_peak = 0.0
+        self.released = False
+        self.ref_outs: list[Any] = []
+        self.stopped_early = ""
+        self.timed_runner = ""
+        self.timed_region = None
+        self.degenerate_first = ""
         self.spot_gen = torch.Generator().manual_seed(secrets.randbits(63))
-        self.spot_unit: torch.Tensor | None = None
-        self.spots: dict[str, Any] = {}
+        self.spot_unit = None
+        self.spots: dict[str, SpotRead] = {}
         self.spot_escalations = 0
-        self.spot_ns: list[int] = []  # the judge's read inside each timed window (its cost)
-        self.audit_ns: list[int] = []  # each full audit, outside the timed windows (its cost)
-        self.spot_count = peek.SPOT_MIN  # elements per output; set from the reference's warm-up calls
-        self.warm_ms: list[float] = []  # the reference's warm-up call times (ms)
-        self.spot_layouts: dict[str, list[peek.Where]] = {}  # role -> its last call's output layout
-        self.spot_prep: dict[str, peek.Prepared] = {}  # role -> this round's read, made ready
-        self.affine: list[bool] | None = None  # per output: is the reference affine in its inputs (_affine)
-        self.precise_info: dict[str, Any] = {}  # float64 re-judgements: calls, accepted, seconds, affine
+        self.spot_ns: list[int] = []
+        self.audit_ns: list[int] = []
+        self.spot_count = peek.SPOT_MIN
+        self.warm_ms: list[float] = []
+        self.spot_layouts: dict[str, list[peek.Where]] = {}
+        self.spot_prep: dict[str, peek.Prepared] = {}
+        self.affine = None
+        self.precise_info: dict[str, Any] = {}
 
     # --- the whole verification -------------------------------------------------------------------
 

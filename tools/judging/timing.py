@@ -12,11 +12,11 @@ import torch
 
 from pragma.tools.judging import acceptance, freshen, stats
 from pragma.tools.judging.audits import AUDIT_ESCAPE_SHARE, AUDIT_FRACTION, MIN_AUDITS, RECORD_FRACTION
+from pragma.tools.judging.base import JudgeState
 from pragma.tools.judging.neighbours import anon_huge_page_share, child_ticks, cpu_ticks
 from pragma.tools.judging.runners import CONFIRM, TIMED_CANDIDATE
 from pragma.tools.launch import timing_slot
 from pragma.tools.wire import shm
-from pragma.tools.wire.verification import SandboxedRequest
 
 WARMUP_MAX_ROUNDS = 10_000
 
@@ -55,11 +55,9 @@ def settled(call_ms: list[float]) -> bool:
     return before > 0 and abs(last - before) <= WARMUP_SETTLED * before
 
 
-class Timing:
+class Timing(JudgeState):
     """The timed phase of a verification (``timing``) and the confirmation (``confirm``). Mixed into
     ``session.Judge``; one timed call and its audits are ``audits.Audits``."""
-
-    req: SandboxedRequest  # the typed request (tools/wire/verification.py), set by Judge.__init__
 
     # --- timing -----------------------------------------------------------------------------------
 
@@ -105,7 +103,7 @@ class Timing:
         )
         self.idle_ticks = {r: 0 for r in roles if r != "reference"}
         self.stop_ticks = {}
-        self.call_cpu = {}
+        self.call_cpu: dict[str, tuple[int, int]] = {}
         for r in self.idle_ticks:
             self.runners[r].stop()
             self.stop_ticks[r] = cpu_ticks(self.runners[r].pid)
