@@ -137,6 +137,10 @@ class RunnerLifecycle(JudgeState):
         specs = rep.get("outputs")
         if not isinstance(specs, list) or not 1 <= len(specs) <= 64:
             raise Decided({"status": "runtime_error", "message": f"{role}: malformed output list"})
+        if b.out_region is None:
+            # An honest runner asks for its output region (need_bytes) before it answers a fetch;
+            # an "ok" without one is a forged reply, decided here rather than as a judge crash.
+            raise Decided({"status": "runtime_error", "message": f"{role} broke the protocol: outputs before a region"})
         outs = []
         for i, spec in enumerate(specs):
             try:
