@@ -20,7 +20,7 @@ from pragma.graph.context import Context, data_dir
 from pragma.tools import device
 from pragma.tools.judging import acceptance, anticheat, physical, stats
 from pragma.tools.launch import sandbox, timing_slot
-from pragma.tools.wire.verification import Mode, Status, VerifyRequest, VerifyResult
+from pragma.tools.wire.verification import Check, Mode, Status, VerifyRequest, VerifyResult
 
 STATUSES: tuple[str, ...] = Status.__args__  # type: ignore[attr-defined]
 
@@ -145,7 +145,8 @@ def outcome_to_result(outcome: sandbox.SandboxOutcome, ctx: Context) -> VerifyRe
             ]
     else:
         res = empty_result("runtime_error", "")
-        res.update({k: v for k, v in outcome.result.items() if v is not None and k != "isolation"})
+        # The judge's JSON is this contract's (written by tools/judging/session.py).
+        res.update(cast(VerifyResult, {k: v for k, v in outcome.result.items() if v is not None and k != "isolation"}))
         if res["status"] not in STATUSES:
             res["status"] = "runtime_error"
         res["log_tail"] = (outcome.result.get("log_tail") or "") + outcome.output_tail[-2000:]
@@ -196,7 +197,7 @@ _accept = acceptance.decide
 
 def verify_candidate(
     problem_path: str, code: str, ctx: Context, *, best_code: str | None = None, best_speedup: float = 0.0
-) -> dict[str, Any]:
+) -> VerifyResult:
     """Compile, check and time ``code`` against the problem's reference in the sandbox.
 
     With ``best_code`` (the current historical best) the best is timed in the same interleaved
@@ -217,12 +218,10 @@ def verify_candidate(
     static_s = time.monotonic() - t0
     if failure := anticheat.first_failure(checks):
         res = empty_result("rejected", f"rule {failure['rule']}: {failure['detail']}")
-        res.update(
-            checks=checks,
-            sandbox={"static": "rejected before any code ran"},
-            phases_s={"static_checks": round(static_s, 4)},
-            wall_s=static_s,
-        )
+        res["checks"] = cast(list[Check], checks)
+        res["sandbox"] = {"static": "rejected before any code ran"}
+        res["phases_s"] = {"static_checks": round(static_s, 4)}
+        res["wall_s"] = static_s
         res["acceptance"] = "not accepted: status rejected"
         return cast(VerifyResult, _finite(res))
     request = request_for(problem_path, ctx, "verify")
@@ -244,10 +243,10 @@ def verify_candidate(
         prestarted=ctx.prestarted_judge,
     )
     res = outcome_to_result(outcome, ctx)
-    res["checks"] = checks + list(res.get("checks") or [])
+    res["checks"] = cast(list[Check], checks) + list(res.get("checks") or [])
     t_stats = time.monotonic()
     if res["status"] == "ok":
-        res.update(stats.summarize(res["samples_ms"]))
+        res.update(cast(VerifyResult, stats.summarize(res["samples_ms"])))
         # The candidate's median: its minimum is too noisy on a loaded machine (see physical.py).
         plaus = device.plausibility(ctx, int(res["traffic_bytes"]), res["runtime_ms"], res["ref_runtime_min_ms"])
         compute = (
@@ -265,12 +264,10 @@ def verify_candidate(
         elif compute is not None:
             plaus = {**plaus, "detail": f"{plaus['detail']} | compute roof: {compute['detail']}"}
         res["min_compute_time_bound_ms"] = compute["min_time_bound_ms"] if compute else 0.0
-        res["checks"].append({k: plaus[k] for k in ("rule", "verdict", "detail")})
-        res.update(
-            is_suspicious=plaus["is_suspicious"],
-            bandwidth_bytes_per_s=plaus["bandwidth_bytes_per_s"],
-            min_time_bound_ms=plaus["min_time_bound_ms"],
-        )
+        res["checks"].append(cast(Check, {k: plaus[k] for k in ("rule", "verdict", "detail")}))
+        res["is_suspicious"] = plaus["is_suspicious"]
+        res["bandwidth_bytes_per_s"] = plaus["bandwidth_bytes_per_s"]
+        res["min_time_bound_ms"] = plaus["min_time_bound_ms"]
         low, high = res["speedup_ci"]
         res["message"] = f"{res['message']}; speedup {res['speedup']:.3f}x (95% CI {low:.3f}-{high:.3f})" + (
             "; SUSPICIOUS: faster than the machine's roofs allow (see speedup_plausible)"

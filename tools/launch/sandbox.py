@@ -31,6 +31,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -411,7 +412,7 @@ def _zygote_limits(memory_limit_bytes: int) -> None:
 
 
 def run_worker(
-    request: dict[str, Any],
+    request: Mapping[str, Any],
     *,
     compile_timeout_s: float,
     run_timeout_s: float,
