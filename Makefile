@@ -58,12 +58,15 @@ demo: $(DEMO_DEPS)
 	$(BIN)/pragma optimize eval/suites/examples/relu.py --max-iterations $(DEMO_ITERATIONS) \
 		--set max_wall_s=$(DEMO_WALL_S) --out pragma-out/demo
 
-# Two passes. The tests not marked `timing` run on two xdist workers, a whole test file per worker
-# (module fixtures such as the eval slice run once); they pass under a parallel job as they must
-# beside `pragma eval --workers 2`. The `timing` tests (they assert on measured times or CPU shares)
-# then run alone on the machine. Both passes always run; the target fails if either failed.
+# Two passes. The tests not marked `timing` run on TEST_WORKERS xdist workers, a whole test file per
+# worker (module fixtures such as the eval slice run once); they pass under a parallel job as they
+# must beside `pragma eval --workers 2`. Three workers on 2 cores: much of that pass waits (servers
+# starting, kills and resumes, sandboxes' wall limits), so a third file keeps the cores busy. The
+# `timing` tests (they assert on measured times or CPU shares) then run alone on the machine. Both
+# passes always run; the target fails if either failed.
+TEST_WORKERS ?= 3
 test: setup
-	$(BIN)/pytest -q -n 2 --dist loadfile -m "not local_model and not timing"; parallel=$$?; \
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not local_model and not timing"; parallel=$$?; \
 	$(BIN)/pytest -q -m "not local_model and timing"; alone=$$?; \
 	test $$parallel = 0 && test $$alone = 0
 
