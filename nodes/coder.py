@@ -123,12 +123,34 @@ def _human(state: PragmaState, ctx: Context, fmt: str, spec: dict[str, Any] | No
             best_speedup=best["speedup"],
             best_runtime_ms=best["runtime_ms"],
             best_code=best_kernel or best["code"],
+            last_attempt=_last_attempt_section(state, kernel),
             guidance=guidance["text"],
         )
     else:
         origin = "initial"
         human = (prompts.CODER_FIRST_KERNEL if kernel else prompts.CODER_FIRST).format(**common)
     return origin, human
+
+
+def _last_attempt_section(state: PragmaState, kernel: bool) -> str:
+    """The last candidate's code when it verified but did not become the best. Why: the Conductor
+    reads it (its profile, its verdict) and its guidance often says "keep attempt N's design"; a
+    Coder shown only the best must rebuild that design from words (issue 34's transcripts: max
+    pooling, attempts 3-4 of both runs)."""
+    last = state.get("verification") or {}
+    candidate = state.get("candidate") or {}
+    best = state.get("best") or {}
+    code = candidate.get("code") or ""
+    if last.get("status") != "ok" or not code or code == best.get("code"):
+        return ""
+    shown = (glue.kernel_of(code) if kernel else None) or code
+    vs = last.get("speedup_vs_best")
+    return prompts.LAST_ATTEMPT_SECTION.format(
+        iteration=candidate.get("iteration", "?"),
+        speedup_vs_best=f"{vs:.3f}" if isinstance(vs, (int, float)) else "?",
+        code=shown,
+        why=(last.get("acceptance") or "not significantly faster").removeprefix("not accepted: "),
+    )
 
 
 def _formulas_section(problem: dict, spec: dict[str, Any] | None = None) -> str:

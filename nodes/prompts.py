@@ -49,6 +49,8 @@ VERIFIED_KERNELS_SECTION = load("verified_kernels_section")
 # Fixed, model-independent repair hints (nodes/hints.py): shown to the Conductor with the logs,
 # and leading the guidance the Coder gets.
 RULE_HINTS_SECTION = load("rule_hints_section")
+# The last verified candidate when it is not the best: guidance often says "keep attempt N's ...".
+LAST_ATTEMPT_SECTION = load("last_attempt_section")
 # repair_advice=rules+model: the fixed hints come first, the Conductor's advice after them.
 REPAIR_GUIDANCE = load("repair_guidance")
 CODER_FIRST = load("coder_first")

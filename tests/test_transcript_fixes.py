@@ -144,6 +144,25 @@ def test_the_verifiers_verdict_reaches_the_conductor_and_the_coder(monkeypatch, 
     assert origin == "refine" and "not significantly faster than the best (attempt 1)" in human
 
 
+def test_the_coder_sees_the_last_verified_attempt_the_guidance_builds_on():
+    """Ablation transcripts (max pooling): the guidance said "keep attempt 2's compute path" while
+    the Coder was shown only the best (attempt 1) and rebuilt attempt 2 from the words."""
+    state = {**_state(), "guidance": {"text": "Keep attempt 2's compute path; add prefetching."}}
+    ctx = resolve_context(env={}, coder_model="scripted:x", candidate_format="module", kernel_memory=False)
+    _, human = coder._human(state, ctx, "module", None, 3)
+    shown = human.split('<last_attempt iteration="2" speedup_vs_best="0.974" accepted="no">\n')[1]
+    assert shown.startswith("class ModelNew: ...  # attempt 2\n</last_attempt>")
+    assert "[0.930, 1.010] is not above 1.000" in human
+    assert human.index("</historical_best>") < human.index("<last_attempt") < human.index("<guidance>")
+    # Not when the last attempt is the best, nor when it failed (repair shows failures).
+    for last in (
+        {**state, "best": {**state["best"], "code": state["candidate"]["code"], "iteration": 2}},
+        {**state, "verification": {**state["verification"], "status": "mismatch"}},
+    ):
+        _, human = coder._human(last, ctx, "module", None, 3)
+        assert "<last_attempt" not in human
+
+
 def test_a_new_best_is_not_explained_away(monkeypatch, tmp_path):
     monkeypatch.setenv("PRAGMA_DATA_DIR", str(tmp_path))
     state = _state()
