@@ -193,3 +193,18 @@ def test_the_profile_diff_marks_its_times_as_the_profiling_runs():
     row = next(line for line in table.splitlines() if line.startswith("| per_call_ms"))
     assert row.endswith("better (profiling run) |")
     assert "whether it is faster is the verifier's verdict" in table
+
+
+def test_the_verdict_names_the_verifiers_fixed_cost_when_it_dominates_the_timed_call():
+    """Ablation transcripts (matvec, softmax): 9-15 us kernels timed at 0.19-0.25 ms per call, the
+    reference too; the Conductor, not told why, chased Python overhead and cold misses."""
+    from pragma.nodes import verdict
+
+    short = {"status": "ok", "runtime_ms": 0.254, "ref_runtime_ms": 0.26, "speedup": 1.02, "speedup_ci": [1.0, 1.04]}
+    text = verdict.render({**short, "null_round_trip_ms": 0.098, "spot_read_ms_per_call": 0.056}, {}, 1)
+    assert "About 0.154 ms of each 0.254 ms timed call is the verifier's own fixed cost" in text
+    assert "round trip 0.098 ms, reading the output 0.056 ms" in text
+    # A kernel long enough that the fixed cost is a small share: not said.
+    long = {**short, "runtime_ms": 5.0, "null_round_trip_ms": 0.098, "spot_read_ms_per_call": 0.056}
+    assert "fixed cost" not in verdict.render(long, {}, 1)
+    assert "fixed cost" not in verdict.render(short, {}, 1)  # older results without the figures
