@@ -87,6 +87,8 @@ def _tool_round(ctx: Context, system: str, human: str, attempt: int) -> tuple[An
 
 
 LOOKUP_TOOL = "lookup_profiler_metric"
+# In place of the best's code and profile when the best is the current candidate.
+SAME_AS_CURRENT = "(the current candidate is the best: its {what} is shown above)"
 GUIDANCE_KEYS = frozenset(ConductorGuidance.model_fields)
 
 
@@ -189,6 +191,9 @@ def conductor(state: PragmaState, runtime: Runtime[Context]) -> dict:
         }
     template = prompts.CONDUCTOR_HUMAN_NO_PROFILE if no_profile else prompts.CONDUCTOR_HUMAN
     knowledge = "" if no_profile else knowledge_section([profile, best.get("profile") or {}], runtime.context)
+    # The candidate that just became the best is shown once: printing it again as the best (with its
+    # profile) doubled the prompt (ablation transcripts: ~10-37K characters repeated at attempt 1).
+    same = int(best.get("iteration") or 0) == int(candidate["iteration"]) and best.get("code") == candidate["code"]
     human = template.format(
         runtime_ms=result["runtime_ms"],
         ref_runtime_ms=result["ref_runtime_ms"],
@@ -203,8 +208,8 @@ def conductor(state: PragmaState, runtime: Runtime[Context]) -> dict:
         profile=render_profile(profile),
         best_iteration=best.get("iteration", 0),
         best_speedup=best.get("speedup", 0.0),
-        best_code=best.get("code", ""),
-        best_profile=render_profile(best.get("profile") or {}),
+        best_code=SAME_AS_CURRENT.format(what="code") if same else best.get("code", ""),
+        best_profile=SAME_AS_CURRENT.format(what="profile") if same else render_profile(best.get("profile") or {}),
         diff=profile.get("diff_vs_best", ""),
         knowledge=knowledge,
         verdict=verdict.render(result, best, candidate["iteration"], profiled=not no_profile),

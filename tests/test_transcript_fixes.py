@@ -208,3 +208,28 @@ def test_the_verdict_names_the_verifiers_fixed_cost_when_it_dominates_the_timed_
     long = {**short, "runtime_ms": 5.0, "null_round_trip_ms": 0.098, "spot_read_ms_per_call": 0.056}
     assert "fixed cost" not in verdict.render(long, {}, 1)
     assert "fixed cost" not in verdict.render(short, {}, 1)  # older results without the figures
+
+
+def test_a_candidate_that_is_the_best_is_shown_to_the_conductor_once(monkeypatch, tmp_path):
+    """Ablation transcripts: at attempt 1 the current kernel and the best are the same, and the
+    Conductor's prompt printed its code and profile twice (10-37K characters)."""
+    monkeypatch.setenv("PRAGMA_DATA_DIR", str(tmp_path))
+    state = _state()
+    code = "class ModelNew: ...  # attempt 2, now the best"
+    state["candidate"] = {**state["candidate"], "code": code}
+    state["verification"] = {**state["verification"], "is_new_best": True}
+    state["best"] = {**state["best"], "iteration": 2, "code": code, "profile": PROFILE}
+    prompts: list[str] = []
+    real = scripted.ScriptedChatModel._generate
+
+    def spy(self, messages, *args, **kwargs):
+        prompts.append("\n".join(str(m.content) for m in messages))
+        return real(self, messages, *args, **kwargs)
+
+    monkeypatch.setattr(scripted.ScriptedChatModel, "_generate", spy)
+    monkeypatch.setattr(llm, "load_chat_model", scripted.loader_for({"conductor": {"2": json.dumps(GUIDANCE)}}))
+    ctx = resolve_context(env={}, coder_model="scripted:x", knowledge_max_chars=0)
+    conductor.conductor(state, SimpleNamespace(context=ctx))
+    assert prompts[0].count(code) == 1
+    assert prompts[0].count("far below the compute roof") == 1  # the profile once too
+    assert "(the current candidate is the best: its code is shown above)" in prompts[0]
