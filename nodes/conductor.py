@@ -215,7 +215,9 @@ def conductor(state: PragmaState, runtime: Runtime[Context]) -> dict:
         verdict=verdict.render(result, best, candidate["iteration"], profiled=not no_profile),
     )
     system_template = prompts.CONDUCTOR_SYSTEM_NO_PROFILE if no_profile else prompts.CONDUCTOR_SYSTEM
-    system = system_template.format(vocabulary=", ".join(VOCABULARY))
+    system = system_template.format(
+        vocabulary=", ".join(VOCABULARY), acceptance_bar=1.0 + runtime.context.acceptance_margin
+    )
     parsed, text, update = decide(runtime.context, system, human, candidate["iteration"], tools=not no_profile)
     if parsed is None:
         # Free text is still useful guidance; it just carries no stop flag or metric requests.

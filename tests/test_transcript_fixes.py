@@ -233,3 +233,23 @@ def test_a_candidate_that_is_the_best_is_shown_to_the_conductor_once(monkeypatch
     assert prompts[0].count(code) == 1
     assert prompts[0].count("far below the compute roof") == 1  # the profile once too
     assert "(the current candidate is the best: its code is shown above)" in prompts[0]
+
+
+@pytest.mark.parametrize("mode", ["pragma", "no-profile"])
+def test_the_conductor_knows_the_coders_rules_and_the_acceptance_bar(monkeypatch, tmp_path, mode):
+    """Ablation transcripts: a Conductor advised "wrap it in try/except", which the verifier rejects,
+    and chased 5% gains that the 8% margin could never accept."""
+    monkeypatch.setenv("PRAGMA_DATA_DIR", str(tmp_path))
+    systems: list[str] = []
+    real = scripted.ScriptedChatModel._generate
+
+    def spy(self, messages, *args, **kwargs):
+        systems.append(str(messages[0].content))
+        return real(self, messages, *args, **kwargs)
+
+    monkeypatch.setattr(scripted.ScriptedChatModel, "_generate", spy)
+    monkeypatch.setattr(llm, "load_chat_model", scripted.loader_for({"conductor": {"2": json.dumps(GUIDANCE)}}))
+    ctx = resolve_context(env={}, coder_model="scripted:x", knowledge_max_chars=0, agent_mode=mode)
+    conductor.conductor(_state(), SimpleNamespace(context=ctx))
+    assert "rejects try/except fallbacks" in systems[0]
+    assert f"lies above {1 + ctx.acceptance_margin:.2f}x" in systems[0]
