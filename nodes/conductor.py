@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -87,6 +88,9 @@ def _tool_round(ctx: Context, system: str, human: str, attempt: int) -> tuple[An
 
 
 LOOKUP_TOOL = "lookup_profiler_metric"
+# A step that only says to stop ("Stop and keep attempt 1 as the final kernel"): dropped from the
+# Coder's guidance when the stop is overruled, which otherwise read "stop" then "keep optimizing".
+STOP_STEP = re.compile(r"^\s*(stop\b|keep (attempt \d+|the (current|best)\b[^.]*|it) as (the )?final\b)", re.I)
 # In place of the best's code and profile when the best is the current candidate.
 SAME_AS_CURRENT = "(the current candidate is the best: its {what} is shown above)"
 GUIDANCE_KEYS = frozenset(ConductorGuidance.model_fields)
@@ -169,6 +173,23 @@ def advice_mode(ctx: Context) -> str:
     return "rules" if llm.is_local(chat.model_spec("conductor", ctx), "conductor") else "model"
 
 
+def _overruled_text(parsed: Any, to_coder: str, text: str, why: str, ctx: Context) -> str:
+    """The Coder's guidance after an overruled stop: the diagnosis and the real steps, without the
+    steps that only say to stop, and one step to try (ablation transcripts: "1. Stop and keep attempt
+    1 as the final kernel" then "The stop was overruled: keep optimizing" gave wrapper-only edits)."""
+    try_next = (
+        f"The Conductor saw little left to gain, but the stop was overruled ({why}). Try one substantially "
+        f"different approach (algorithm, data layout, blocking, fusion of passes) that could beat the best "
+        f"by more than {1.0 + ctx.acceptance_margin:.2f}x, keeping what makes the best correct."
+    )
+    if parsed is None:
+        return f"{text}\n{try_next}"
+    steps = [s for s in parsed.steps if not STOP_STEP.match(s)] + [try_next]
+    numbered = "\n".join(f"{i + 1}. {s}" for i, s in enumerate(steps))
+    lead = f"{to_coder}\n" if to_coder else ""
+    return f"{lead}Diagnosis: {parsed.diagnosis}\nNext steps:\n{numbered}"
+
+
 def conductor(state: PragmaState, runtime: Runtime[Context]) -> dict:
     candidate, result, best = state["candidate"], state["verification"], state.get("best") or {}
     profile = state.get("profile") or {}
@@ -246,6 +267,6 @@ def conductor(state: PragmaState, runtime: Runtime[Context]) -> dict:
         honoured, why = stop_verdict({**state, "guidance": guidance}, runtime.context)
         if not honoured:
             guidance["stop_overruled"] = why
-            guidance["text"] += f"\nThe stop was overruled ({why}): keep optimizing."
+            guidance["text"] = _overruled_text(parsed, to_coder, guidance["text"], why, runtime.context)
             update = {**update, "stop_overrules": [{"attempt": candidate["iteration"], "reason": why}]}
     return {**update, "guidance": guidance}

@@ -146,3 +146,22 @@ def test_stop_above_the_roof_is_overruled(stopping_conductor):
     why = state["stop_overrules"][0]["reason"]
     assert "158% of its memory roof" in why and "above its roof" in why
     assert stop_verdict(_state(3, _roof(110.0)), ctx)[0] is True  # within measurement noise of the roof
+
+
+def test_an_overruled_stop_gives_the_coder_steps_not_stop_then_go_on(monkeypatch):
+    """Ablation transcripts: the Coder read "1. Stop and keep attempt 1 as the final kernel" then "The
+    stop was overruled: keep optimizing", and wrote wrapper-only edits."""
+    reply = {
+        "diagnosis": "at the memory roof",
+        "bottleneck": "memory-bound",
+        "steps": ["Stop and keep attempt 2 as the final kernel.", "Prefetch the next row."],
+        "extra_metrics": [],
+        "stop": True,
+    }
+    monkeypatch.setattr(llm, "load_chat_model", scripted.loader_for({"conductor": {"2": json.dumps(reply)}}))
+    ctx = resolve_context(coder_model="scripted:coder", min_iterations=4, max_iterations=8, knowledge_tool_calls=0)
+    state, route = _decide(_state(2, _roof(95.0)), ctx)
+    text = state["guidance"]["text"]
+    assert route == "coder" and "Stop and keep" not in text
+    assert "1. Prefetch the next row.\n2. The Conductor saw little left to gain, but the stop was overruled" in text
+    assert f"more than {1 + ctx.acceptance_margin:.2f}x" in text
