@@ -490,3 +490,28 @@ def test_poor_locality_fires_on_cache_resident_and_dram_sides_too():
         roof = roofline.compute({"flops": 1e6, "min_bytes": ws}, ws / 0.5e9 * 1e3, LEVEL_PEAK, 1)
         labels = [lab for lab, _ in bottleneck.signals_cpu(strided, roof, None, {"packed_fp": 0, "scalar_fp": 3})]
         assert labels[0] == "poor-locality", labels
+
+
+def test_the_hot_function_is_matched_across_perf_and_objdump_spellings():
+    """Ablation transcripts (max pooling): perf named ``pool_sp<4, 1>`` hot while llvm-mca analysed
+    ``void pool_sp<8, 4>(...)``, an instantiation the problem never ran."""
+    from pragma.tools.profilers import mca
+
+    def loop(function: str, body: list[str]) -> dict:
+        return {"function": function, "start": 0, "end": 1, "body": body, "innermost": True}
+
+    wide = ["vmaxps %zmm1,%zmm2,%zmm3", "vmaxps %zmm4,%zmm5,%zmm6", "add $0x40,%rax", "jne 0"]
+    narrow = ["vmaxps %zmm1,%zmm2,%zmm3", "jne 0"]
+    loops = [
+        loop("void pool_sp<8, 4>(float const*, float*, long)", wide),
+        loop("void pool_sp<4, 1>(float const*, float*, long)", narrow),
+        loop("pragma_kernel", wide),
+    ]
+    assert mca.pick_hot_loop(loops, ["pool_sp<4, 1>"])["function"].startswith("void pool_sp<4, 1>")
+    assert mca.pick_hot_loop(loops, ["void pool_sp<4,1>(float const*, float*, long)"])["function"].startswith(
+        "void pool_sp<4, 1>"
+    )
+    assert mca.function_key("std::vector<int, std::allocator<int> >::size() const") == (
+        "std::vector<int,std::allocator<int>>::size"
+    )
+    assert mca.pick_hot_loop(loops, ["pragma_kernel"])["function"] == "pragma_kernel"

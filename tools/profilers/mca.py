@@ -77,6 +77,25 @@ def _rank(loop: dict[str, Any]) -> tuple[int, int]:
     return _vector_bits(loop["body"]), len(loop["body"])
 
 
+def function_key(name: str) -> str:
+    """A function's name without its return type, argument list or spaces, so that perf's and
+    objdump's spellings of one function meet: objdump -C writes ``void pool_sp<4, 1>(float const*,
+    float*, long)``, perf ``pool_sp<4, 1>`` (the ablation's max pooling: the old prefix match picked
+    the loop of ``pool_sp<8, 4>``, an instantiation the problem never ran)."""
+    depth, cut, start = 0, len(name), 0
+    for i, ch in enumerate(name):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(0, depth - 1)
+        elif depth == 0 and ch == "(" and i > 0:
+            cut = i
+            break
+        elif depth == 0 and ch == " ":
+            start = i + 1  # what came before a top-level space was the return type
+    return name[start:cut].replace(" ", "")
+
+
 def pick_hot_loop(loops: list[dict[str, Any]], hot_symbols: list[str]) -> dict[str, Any] | None:
     """The innermost loop with the widest vectors (then the most instructions), in the hottest
     kernel function that has one. Spans that call, return or save registers are not loop bodies
@@ -87,7 +106,7 @@ def pick_hot_loop(loops: list[dict[str, Any]], hot_symbols: list[str]) -> dict[s
         if lp["innermost"] and not any(t.startswith(("call", "ret", "push", "pop", "leave")) for t in lp["body"])
     ]
     for sym in hot_symbols:
-        mine = [lp for lp in inner if lp["function"] == sym or lp["function"].split("(")[0] == sym.split("(")[0]]
+        mine = [lp for lp in inner if function_key(lp["function"]) == function_key(sym)]
         if mine:
             return max(mine, key=_rank)
     return max(inner, key=_rank) if inner else None
