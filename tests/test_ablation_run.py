@@ -91,3 +91,13 @@ def test_the_ablation_runs_end_to_end_through_the_relay(tmp_path):
     assert (out / "eval-abl-r1" / "fig5_problems.png").stat().st_size > 10_000
     summary = json.loads((out / "report" / "ablation.json").read_text())
     assert summary["per_problem"]["pragma"][PROBLEM][0] is not None
+    # Every mode's final kernel re-timed against no-profile's in the same rounds (eval/retime.py).
+    retimed = {r["mode"]: r for r in summary["retimed"]}
+    assert set(retimed) == {"pragma", "single-agent"}, summary["retimed"]
+    for r in retimed.values():
+        assert r["status"] == "ok" and r["run_id"] == "abl-r1" and r["problem"] == PROBLEM
+        low, high = r["vs_reference_mode_ci"]
+        assert 0 < low <= r["vs_reference_mode"] <= high and r["speedup"] > 0
+    assert (out / "retime" / "abl-r1" / PROBLEM / "no-profile.py").read_text().count("class ModelNew") == 1
+    assert "## Final kernels re-timed head to head against no-profile's" in md
+    assert re.search(r"- pragma: geomean \*\*\d+\.\d{3}x\*\* no-profile's kernel over 1 problem-runs", md), md
