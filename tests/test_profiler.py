@@ -515,3 +515,19 @@ def test_the_hot_function_is_matched_across_perf_and_objdump_spellings():
         "std::vector<int,std::allocator<int>>::size"
     )
     assert mca.pick_hot_loop(loops, ["pragma_kernel"])["function"] == "pragma_kernel"
+
+
+def test_a_short_call_spent_in_the_kernel_is_not_called_overhead_bound():
+    """Ablation transcripts (max pooling): 45 us per call with 75% of perf's samples in the kernel
+    was labelled "call overhead dominates"; a share from a handful of samples is no evidence."""
+    short = {"per_call_ms": 0.045}
+    assert bottleneck.signals_cpu(_m(**short), None, None, None)[0][0] == "latency/overhead-bound"
+    in_kernel = _m(**short, kernel_samples_pct=75.0)
+    assert all(label != "latency/overhead-bound" for label, _ in bottleneck.signals_cpu(in_kernel, None, None, None))
+    assert bottleneck.signals_cpu(_m(**short, kernel_samples_pct=20.0), None, None, None)[0][0] == (
+        "latency/overhead-bound"
+    )
+    few = {"samples": 8, "rows": [{"pct": 75.0, "dso": "k2.so", "symbol": "pool"}]}
+    assert hotspots.kernel_share(few, ["/cache/k2.so"]) == {}
+    enough = {**few, "samples": 400}
+    assert hotspots.kernel_share(enough, ["/cache/k2.so"])["kernel_samples_pct"]["value"] == 75.0

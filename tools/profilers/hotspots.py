@@ -117,10 +117,16 @@ def _float(text: str) -> float | None:
         return None
 
 
+# Fewer samples than this and a share says nothing (the ablation's matrix-vector profile: 1 sample,
+# in _int_malloc; the Conductor had to write the metric off as meaningless).
+MIN_SHARE_SAMPLES = 50
+
+
 def kernel_share(parsed: dict[str, Any], kernel_objects: list[str]) -> dict[str, dict]:
-    """``kernel_samples_pct``: samples inside the candidate's own shared object(s)."""
+    """``kernel_samples_pct``: samples inside the candidate's own shared object(s); absent when
+    perf took fewer than ``MIN_SHARE_SAMPLES`` samples."""
     names = {Path(p).name for p in kernel_objects if p}
-    if not names or not parsed["rows"]:
+    if not names or not parsed["rows"] or int(parsed.get("samples") or 0) < MIN_SHARE_SAMPLES:
         return {}
     share = sum(r["pct"] for r in parsed["rows"] if r["dso"] in names)
     return {"kernel_samples_pct": metric("kernel_samples_pct", share, SOURCE)}
