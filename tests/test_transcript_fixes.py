@@ -66,7 +66,9 @@ def _state(iteration: int = 2) -> dict:
     }
 
 
-def _run(monkeypatch, reply: str, relay_tools: bool = True, **settings) -> tuple[dict, list[str], list[bool]]:
+def _run(
+    monkeypatch, reply: str, relay_tools: bool = True, state: dict | None = None, **settings
+) -> tuple[dict, list[str], list[bool]]:
     """The conductor node on the issue's state; returns its update, every prompt and, per call,
     whether tools were bound."""
     prompts: list[str] = []
@@ -81,7 +83,7 @@ def _run(monkeypatch, reply: str, relay_tools: bool = True, **settings) -> tuple
     monkeypatch.setattr(scripted.ScriptedChatModel, "_generate", spy)
     monkeypatch.setattr(llm, "load_chat_model", scripted.loader_for({"conductor": {"2": reply}}, relay_tools))
     ctx = resolve_context(env={}, coder_model="scripted:x", knowledge_max_chars=0, **settings)
-    update = conductor.conductor(_state(), SimpleNamespace(context=ctx))
+    update = conductor.conductor(state or _state(), SimpleNamespace(context=ctx))
     return update, prompts, bound
 
 
@@ -219,17 +221,7 @@ def test_a_candidate_that_is_the_best_is_shown_to_the_conductor_once(monkeypatch
     state["candidate"] = {**state["candidate"], "code": code}
     state["verification"] = {**state["verification"], "is_new_best": True}
     state["best"] = {**state["best"], "iteration": 2, "code": code, "profile": PROFILE}
-    prompts: list[str] = []
-    real = scripted.ScriptedChatModel._generate
-
-    def spy(self, messages, *args, **kwargs):
-        prompts.append("\n".join(str(m.content) for m in messages))
-        return real(self, messages, *args, **kwargs)
-
-    monkeypatch.setattr(scripted.ScriptedChatModel, "_generate", spy)
-    monkeypatch.setattr(llm, "load_chat_model", scripted.loader_for({"conductor": {"2": json.dumps(GUIDANCE)}}))
-    ctx = resolve_context(env={}, coder_model="scripted:x", knowledge_max_chars=0)
-    conductor.conductor(state, SimpleNamespace(context=ctx))
+    _, prompts, _ = _run(monkeypatch, json.dumps(GUIDANCE), state=state)
     assert prompts[0].count(code) == 1
     assert prompts[0].count("far below the compute roof") == 1  # the profile once too
     assert "(the current candidate is the best: its code is shown above)" in prompts[0]
@@ -240,16 +232,7 @@ def test_the_conductor_knows_the_coders_rules_and_the_acceptance_bar(monkeypatch
     """Ablation transcripts: a Conductor advised "wrap it in try/except", which the verifier rejects,
     and chased 5% gains that the 8% margin could never accept."""
     monkeypatch.setenv("PRAGMA_DATA_DIR", str(tmp_path))
-    systems: list[str] = []
-    real = scripted.ScriptedChatModel._generate
-
-    def spy(self, messages, *args, **kwargs):
-        systems.append(str(messages[0].content))
-        return real(self, messages, *args, **kwargs)
-
-    monkeypatch.setattr(scripted.ScriptedChatModel, "_generate", spy)
-    monkeypatch.setattr(llm, "load_chat_model", scripted.loader_for({"conductor": {"2": json.dumps(GUIDANCE)}}))
-    ctx = resolve_context(env={}, coder_model="scripted:x", knowledge_max_chars=0, agent_mode=mode)
-    conductor.conductor(_state(), SimpleNamespace(context=ctx))
+    _, systems, _ = _run(monkeypatch, json.dumps(GUIDANCE), agent_mode=mode)
+    ctx = resolve_context(env={}, coder_model="scripted:x", agent_mode=mode)
     assert "rejects try/except fallbacks" in systems[0]
     assert f"lies above {1 + ctx.acceptance_margin:.2f}x" in systems[0]
