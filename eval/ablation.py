@@ -167,10 +167,30 @@ def select_problems(kernelbench: str | None, suite: str | None, names: list[str]
     out_dir.mkdir(parents=True, exist_ok=True)
     overrides = out_dir / "overrides.json"
     overrides.write_text(json.dumps(filtered_overrides(tomllib.loads(KB_OVERRIDES.read_text()), present), indent=1))
+    refuse_undecidable(kb, present, overrides)
     note = f"KernelBench level 1 at CPU sizes ({KB_OVERRIDES.name}) from {kb}: " + ", ".join(
         f"{n} ({KERNELBENCH_LEVEL1.get(n, '?')})" for n in present
     )
     return Selection(kb, present, {n: KERNELBENCH_LEVEL1.get(n, "?") for n in present}, overrides, note)
+
+
+def refuse_undecidable(kb: Path, names: list[str], overrides: Path) -> None:
+    """Refuse, before any prompt, a problem whose sizes let one fixed output pass the verifier's
+    tolerance (`pragma eval check`'s rule, the verifier's tolerance_discriminates). Why: the rerun of
+    2026-11-27 sized softmax rows at 65536, every output ~1.5e-5 under atol, and every kernel of
+    every mode was rejected; the run spent its prompts on a problem no agent could pass."""
+    from pragma.eval import suite_check
+    from pragma.eval.suites import load_suite
+
+    bad = []
+    for p in load_suite(kb, overrides, names):
+        res = suite_check.check_problem(p.path)
+        if "error" in res or not res.get("decidable"):
+            bad.append(f"{p.name} ({suite_check.verdict(res)})")
+    if bad:
+        raise AblationError(
+            f"the verifier could not tell a fixed output from these at {KB_OVERRIDES.name}'s sizes: " + "; ".join(bad)
+        )
 
 
 def filtered_overrides(spec: dict[str, Any], names: list[str]) -> dict[str, Any]:

@@ -109,19 +109,41 @@ def test_the_figure_draws_each_mode_per_problem():
         assert share(figures.COLORS[mode]) > 0.0001, mode
 
 
+def _kb_problem(body: str, sizes: str = "batch_size = 4096\ndim = 393216\n") -> str:
+    """A KernelBench-style level-1 problem at its GPU sizes (the overrides shrink them)."""
+    return (
+        "import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+        f"        return {body}\n\n\n{sizes}\n\ndef get_inputs():\n    return [torch.randn(batch_size, dim)]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+
+
 def test_kernelbench_selection_and_its_overrides(tmp_path):
     kb = tmp_path / "KernelBench" / "KernelBench" / "level1"
     kb.mkdir(parents=True)
-    for name in ("19_ReLU", "23_Softmax", "42_Max_Pooling_2D"):
-        (kb / f"{name}.py").write_text("# a problem\n")
+    (kb / "19_ReLU.py").write_text(_kb_problem("torch.relu(x)"))
+    (kb / "23_Softmax.py").write_text(_kb_problem("torch.softmax(x, dim=1)"))
+    (kb / "42_Max_Pooling_2D.py").write_text(_kb_problem("torch.amax(x, dim=1)", "batch_size = 16\ndim = 64\n"))
     sel = ablation.select_problems(str(tmp_path / "KernelBench"), None, [], tmp_path / "out")
     assert sel.names == ["level1/19_ReLU", "level1/23_Softmax", "level1/42_Max_Pooling_2D"]
     assert sel.suite == kb.parent and "KernelBench level 1 at CPU sizes" in sel.note
     spec = json.loads(sel.overrides.read_text())
-    # only the chosen problems' patterns stay (the loader refuses patterns that match nothing)
+    # only the chosen problems' patterns stay (the loader refuses patterns that match nothing),
+    # sized for timing: softmax rows short enough that its outputs stay above the tolerance
     assert set(spec["problems"]) == {"*19_ReLU", "*23_Softmax"} and spec["defaults"]["batch_size"] == 8
+    assert spec["problems"]["*23_Softmax"] == {"dim": 4096, "batch_size": 512}
     with pytest.raises(ablation.AblationError, match="no KernelBench level1/"):
         ablation.select_problems(str(tmp_path / "nowhere"), None, [], tmp_path / "out")
+
+
+def test_a_problem_no_kernel_could_pass_is_refused_before_any_prompt(tmp_path):
+    """The rerun of 2026-11-27 sized softmax rows at 65536: every output ~1.5e-5, under atol, so a
+    fixed output passed and every kernel of every mode was rejected (tolerance_discriminates)."""
+    kb = tmp_path / "KernelBench" / "KernelBench" / "level1"
+    kb.mkdir(parents=True)
+    (kb / "19_ReLU.py").write_text(_kb_problem("torch.relu(x) * 1e-7"))
+    with pytest.raises(ablation.AblationError, match=r"level1/19_ReLU \(not decidable: one fixed output passes"):
+        ablation.select_problems(str(tmp_path / "KernelBench"), None, [], tmp_path / "out")
 
 
 def test_without_a_checkout_the_repo_suite_stands_in(tmp_path, monkeypatch):
