@@ -236,3 +236,29 @@ def test_the_conductor_knows_the_coders_rules_and_the_acceptance_bar(monkeypatch
     ctx = resolve_context(env={}, coder_model="scripted:x", agent_mode=mode)
     assert "rejects try/except fallbacks" in systems[0]
     assert f"lies above {1 + ctx.acceptance_margin:.2f}x" in systems[0]
+
+
+def test_the_conductor_history_says_how_each_attempt_was_made_and_whether_it_counted():
+    """Ablation rerun transcripts: a tuner attempt (one prefetch per row) read 1.054x the best, under
+    the bar; the Conductor saw "attempt 6: ok, speedup 2.039x" and banned prefetching."""
+    text = conductor._history(
+        [
+            {"iteration": 5, "origin": "refine", "status": "ok", "speedup": 1.93, "is_new_best": True},
+            {
+                "iteration": 6,
+                "origin": "tune",
+                "params": {"PF1": 1, "build:vector_width": 512},
+                "status": "ok",
+                "speedup": 2.039,
+                "speedup_vs_best": 1.054,
+                "is_new_best": False,
+            },
+            {"iteration": 7, "origin": "refine", "status": "mismatch", "speedup": 0.0},
+        ]
+    )
+    assert text.splitlines() == [
+        "attempt 5 (refine): ok, speedup 1.930x, accepted as the new best",
+        "attempt 6 (tune: PF1=1, build:vector_width=512): ok, speedup 2.039x, 1.054x the best's speed in the same "
+        "rounds, not accepted",
+        "attempt 7 (refine): mismatch, speedup 0.000x",
+    ]
