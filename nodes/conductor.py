@@ -22,6 +22,7 @@ from pragma.graph.state import PragmaState, add_usage
 from pragma.nodes import chat, llm, playbook, prompts, recording, structured, verdict
 from pragma.tools.backends import render_profile  # cpu or gpu, as the profile says
 from pragma.tools.extract import strip_reasoning
+from pragma.tools.judging import acceptance
 from pragma.tools.profilers.bottleneck import VOCABULARY
 
 log = logging.getLogger(__name__)
@@ -197,7 +198,7 @@ def _overruled_text(parsed: Any, to_coder: str, text: str, why: str, ctx: Contex
     try_next = (
         f"The Conductor saw little left to gain, but the stop was overruled ({why}). Try one substantially "
         f"different approach (algorithm, data layout, blocking, fusion of passes) that could beat the best "
-        f"by more than {1.0 + ctx.acceptance_margin:.2f}x, keeping what makes the best correct."
+        f"by more than {acceptance.bar(ctx.acceptance_margin):.2f}x, keeping what makes the best correct."
     )
     if parsed is None:
         return f"{text}\n{try_next}"
@@ -254,7 +255,7 @@ def conductor(state: PragmaState, runtime: Runtime[Context]) -> dict:
     )
     system_template = prompts.CONDUCTOR_SYSTEM_NO_PROFILE if no_profile else prompts.CONDUCTOR_SYSTEM
     system = system_template.format(
-        vocabulary=", ".join(VOCABULARY), acceptance_bar=1.0 + runtime.context.acceptance_margin
+        vocabulary=", ".join(VOCABULARY), acceptance_bar=acceptance.bar(runtime.context.acceptance_margin)
     )
     parsed, text, update = decide(runtime.context, system, human, candidate["iteration"], tools=not no_profile)
     if parsed is None:
