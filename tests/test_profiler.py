@@ -531,3 +531,17 @@ def test_a_short_call_spent_in_the_kernel_is_not_called_overhead_bound():
     assert hotspots.kernel_share(few, ["/cache/k2.so"]) == {}
     enough = {**few, "samples": 400}
     assert hotspots.kernel_share(enough, ["/cache/k2.so"])["kernel_samples_pct"]["value"] == 75.0
+
+
+def test_a_loop_picked_by_perfs_spelling_says_perf_picked_it(monkeypatch):
+    """analyse's picked_by uses the same name match as pick_hot_loop: objdump -C writes a template's
+    return type and arguments, perf neither."""
+    from pragma.tools.profilers import mca
+
+    text = (DATA / "objdump_scale_shift_vector.txt").read_text()
+    text = text.replace("<scale_shift>:", "<void scale_shift<4>(float const*, float*, long)>:")
+    monkeypatch.setattr(mca, "collect", lambda asm: {"status": "ok", "text": "", "mcpu": "znver4", "note": ""})
+    monkeypatch.setattr(mca, "parse", lambda text: {})
+    found = mca.analyse(text, ["scale_shift<4>"])
+    assert found["function"].startswith("void scale_shift<4>(")
+    assert found["picked_by"] == "widest innermost loop of the hottest kernel function (perf record)"

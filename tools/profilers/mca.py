@@ -212,7 +212,7 @@ def analyse(objdump_text: str, hot_symbols: list[str]) -> dict[str, Any]:
     parsed.update(mcpu=run["mcpu"], **({"note": run["note"]} if run["note"] else {}))
     how = (
         "widest innermost loop of the hottest kernel function (perf record)"
-        if loop["function"] in hot_symbols
+        if any(function_key(loop["function"]) == function_key(s) for s in hot_symbols)
         else "widest innermost loop of the kernel"
     )
     return {
