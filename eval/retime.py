@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+from pragma.eval import metrics
 from pragma.graph.clikit import console
 from pragma.graph.clikit import out as results
 
@@ -111,11 +111,6 @@ def retime(run_ids: list[str], out_dir: Path, settings: list[str] | None = None)
     return rows
 
 
-def geomean(values: list[float]) -> float | None:
-    good = [v for v in values if v and v > 0]
-    return math.exp(sum(math.log(v) for v in good) / len(good)) if good else None
-
-
 def render_markdown(rows: list[dict[str, Any]]) -> str:
     """The head-to-head table and each compared mode's geomean over problems x runs."""
     lines = [
@@ -129,7 +124,7 @@ def render_markdown(rows: list[dict[str, Any]]) -> str:
     for mode in COMPARED:
         mine = [r for r in rows if r["mode"] == mode and r["status"] == "ok" and r.get("vs_reference_mode")]
         if mine:
-            g = geomean([r["vs_reference_mode"] for r in mine])
+            g = metrics.geomean(r["vs_reference_mode"] for r in mine)
             wins = sum(1 for r in mine if (r.get("vs_reference_mode_ci") or [0, 0])[0] > 1.0)
             losses = sum(1 for r in mine if (r.get("vs_reference_mode_ci") or [2, 2])[1] < 1.0)
             lines.append(

@@ -203,9 +203,14 @@ def _overruled_text(parsed: Any, to_coder: str, text: str, why: str, ctx: Contex
     if parsed is None:
         return f"{text}\n{try_next}"
     steps = [s for s in parsed.steps if not STOP_STEP.match(s)] + [try_next]
-    numbered = "\n".join(f"{i + 1}. {s}" for i, s in enumerate(steps))
     lead = f"{to_coder}\n" if to_coder else ""
-    return f"{lead}Diagnosis: {parsed.diagnosis}\nNext steps:\n{numbered}"
+    return lead + _guidance_text(parsed.diagnosis, steps)
+
+
+def _guidance_text(diagnosis: str, steps: list[str]) -> str:
+    """What the Coder reads of a parsed decision: the diagnosis and the numbered steps."""
+    numbered = "\n".join(f"{i + 1}. {s}" for i, s in enumerate(steps))
+    return f"Diagnosis: {diagnosis}\nNext steps:\n{numbered}"
 
 
 def conductor(state: PragmaState, runtime: Runtime[Context]) -> dict:
@@ -268,10 +273,9 @@ def conductor(state: PragmaState, runtime: Runtime[Context]) -> dict:
             "should_stop": False,
         }
     else:
-        steps = "\n".join(f"{i + 1}. {s}" for i, s in enumerate(parsed.steps))
         guidance = {
             "mode": "optimize",
-            "text": f"Diagnosis: {parsed.diagnosis}\nNext steps:\n{steps}",
+            "text": _guidance_text(parsed.diagnosis, parsed.steps),
             "bottleneck": parsed.bottleneck,
             "extra_metrics": parsed.extra_metrics,
             "should_stop": parsed.stop,
