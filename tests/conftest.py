@@ -23,6 +23,15 @@ EXAMPLES = ROOT / "eval" / "suites" / "examples"
 # (tests/data/flow/relu.py says why).
 FLOW_RELU = ROOT / "tests" / "data" / "flow" / "relu.py"
 CANDIDATES = Path(__file__).parent / "data" / "candidates"
+
+# The parallel pass (`make test`: xdist workers, no `timing` test): OpenMP threads that finished
+# their share sleep at once instead of spinning for the next parallel region. Why: three workers
+# share 2 cores, and a system-wide profile of that pass (perf record -a, cpu-clock) put ~10% of all
+# CPU in libgomp's spin-wait, mostly torch's threads in the workers themselves (small tensors,
+# many regions), CPU the other workers' compiles and sandboxes waited for. Set before torch loads;
+# processes the tests start inherit it. The `timing` pass runs without it, as users do.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # Short timing keeps the suite fast; measurement precision is the benchmark's business.
 FAST_SETTINGS = {
     "PRAGMA_TIMED_CALLS": "10",

@@ -20,7 +20,10 @@ from pragma.eval.suites import load_suite
 from pragma.graph.context import resolve_context
 from pragma.tools.verify import verify_candidate
 
-pytestmark = [pytest.mark.integration, pytest.mark.timing]  # starts sandboxes/processes (tests/conftest.py)
+# Not `timing`: each test holds a slot file of its own (another process sleeps holding it) and asserts
+# waits from below, which load only lengthens, so they run in make test's parallel pass, where their
+# sleeps overlap other work instead of holding up the pass that must run alone.
+pytestmark = pytest.mark.integration  # starts sandboxes/processes (tests/conftest.py)
 
 HOLD_S = 12.0
 HOLDER = (
