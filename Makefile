@@ -60,11 +60,11 @@ demo: $(DEMO_DEPS)
 
 # Two passes. The tests not marked `timing` run on TEST_WORKERS xdist workers, a whole test file per
 # worker (module fixtures such as the eval slice run once); they pass under a parallel job as they
-# must beside `pragma eval --workers 2`. Three workers on 2 cores: part of that pass waits (servers
-# starting, kills and resumes, sandboxes' wall limits); from fresh clones on the quiet 2-core
-# machine it took 13m07s with three against 14m05s-14m34s with two. The
-# `timing` tests (they assert on measured times or CPU shares) then run alone on the machine. Both
-# passes always run; the target fails if either failed.
+# must beside `pragma eval --workers 2`. That pass keeps both cores busy (perf record -a: ~2% idle);
+# three workers against two took 13m07s vs 14m05s-14m34s from fresh clones on the quiet 2-core machine.
+# The `timing` tests (they assert on measured times or CPU shares) then run alone on the machine,
+# at about one core. Whole fresh-clone run, setup included: 22m51s (14m15s + 7m00s). Both passes
+# always run; the target fails if either failed.
 TEST_WORKERS ?= 3
 test: setup
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not local_model and not timing"; parallel=$$?; \
