@@ -180,13 +180,13 @@ def refuse_undecidable(kb: Path, names: list[str], overrides: Path) -> None:
     2026-11-27 sized softmax rows at 65536, every output ~1.5e-5 under atol, and every kernel of
     every mode was rejected; the run spent its prompts on a problem no agent could pass."""
     from pragma.eval import suite_check
-    from pragma.eval.suites import load_suite
 
-    bad = []
-    for p in load_suite(kb, overrides, names):
-        res = suite_check.check_problem(p.path)
-        if "error" in res or not res.get("decidable"):
-            bad.append(f"{p.name} ({suite_check.verdict(res)})")
+    figures = suite_check.check_suite(kb, overrides, patterns=names)
+    bad = [
+        f"{name} ({suite_check.verdict(res)})"
+        for name, res in figures.items()
+        if "error" in res or not res["decidable"]
+    ]
     if bad:
         raise AblationError(
             f"the verifier could not tell a fixed output from these at {KB_OVERRIDES.name}'s sizes: " + "; ".join(bad)

@@ -149,11 +149,17 @@ def check_problem(
 
 
 def check_suite(
-    suite: str, overrides: str | None = None, *, time_refs: bool = False, on_problem: Any = None
+    suite: str | Path,
+    overrides: str | Path | None = None,
+    *,
+    time_refs: bool = False,
+    on_problem: Any = None,
+    patterns: list[str] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Every problem's figures by name; a problem that cannot load gets ``{"error": ...}``."""
+    """Every problem's figures by name (or only those ``patterns`` match, as load_suite's); a problem
+    that cannot load gets ``{"error": ...}``."""
     figures: dict[str, dict[str, Any]] = {}
-    for p in load_suite(suite, overrides):
+    for p in load_suite(suite, overrides, patterns):
         started = time.monotonic()
         try:
             res = check_problem(p.path, time_threads=(1, 2) if time_refs else ())

@@ -146,6 +146,14 @@ def test_a_problem_no_kernel_could_pass_is_refused_before_any_prompt(tmp_path):
         ablation.select_problems(str(tmp_path / "KernelBench"), None, [], tmp_path / "out")
 
 
+def test_a_problem_whose_own_code_fails_is_refused_in_one_line(tmp_path):
+    kb = tmp_path / "KernelBench" / "KernelBench" / "level1"
+    kb.mkdir(parents=True)
+    (kb / "19_ReLU.py").write_text(_kb_problem("torch.relu(x)").replace("return []", "raise ValueError('broken')"))
+    with pytest.raises(ablation.AblationError, match=r"level1/19_ReLU \(cannot load: ValueError: broken\)"):
+        ablation.select_problems(str(tmp_path / "KernelBench"), None, [], tmp_path / "out")
+
+
 def test_without_a_checkout_the_repo_suite_stands_in(tmp_path, monkeypatch):
     monkeypatch.delenv("KERNELBENCH_DIR", raising=False)
     monkeypatch.setattr(ablation, "find_kernelbench", lambda explicit: None)
