@@ -35,10 +35,11 @@ needs_valgrind = pytest.mark.skipif(callgrind.valgrind_binary() is None, reason=
 
 @pytest.fixture(scope="module")
 def module_data(tmp_path_factory, machine_peaks):
-    """One data dir for the module (peaks measured once, builds shared), with the fast settings."""
+    """One data dir for the module (the session's measured peaks, builds shared), with the fast settings."""
     data = tmp_path_factory.mktemp("pragma-profiler-real")
-    if machine_peaks().is_dir():  # the session's measured peaks (tests/conftest.py), not measured again
-        shutil.copytree(machine_peaks(), data / "hardware")
+    peaks = machine_peaks()  # measured once per session (tests/conftest.py), not again here
+    if peaks.is_dir():
+        shutil.copytree(peaks, data / "hardware")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PRAGMA_DATA_DIR", str(data))
         for k, v in PROFILER_SETTINGS.items():

@@ -96,6 +96,12 @@ def function_key(name: str) -> str:
     return name[start:cut].replace(" ", "")
 
 
+def same_function(objdump_name: str, perf_name: str) -> bool:
+    """One function under objdump's and perf's spellings: the one match pick_hot_loop and analyse's
+    picked_by both use (they once differed, and a loop perf found was reported as not perf's)."""
+    return function_key(objdump_name) == function_key(perf_name)
+
+
 def pick_hot_loop(loops: list[dict[str, Any]], hot_symbols: list[str]) -> dict[str, Any] | None:
     """The innermost loop with the widest vectors (then the most instructions), in the hottest
     kernel function that has one. Spans that call, return or save registers are not loop bodies
@@ -106,7 +112,7 @@ def pick_hot_loop(loops: list[dict[str, Any]], hot_symbols: list[str]) -> dict[s
         if lp["innermost"] and not any(t.startswith(("call", "ret", "push", "pop", "leave")) for t in lp["body"])
     ]
     for sym in hot_symbols:
-        mine = [lp for lp in inner if function_key(lp["function"]) == function_key(sym)]
+        mine = [lp for lp in inner if same_function(lp["function"], sym)]
         if mine:
             return max(mine, key=_rank)
     return max(inner, key=_rank) if inner else None
@@ -212,7 +218,7 @@ def analyse(objdump_text: str, hot_symbols: list[str]) -> dict[str, Any]:
     parsed.update(mcpu=run["mcpu"], **({"note": run["note"]} if run["note"] else {}))
     how = (
         "widest innermost loop of the hottest kernel function (perf record)"
-        if any(function_key(loop["function"]) == function_key(s) for s in hot_symbols)
+        if any(same_function(loop["function"], s) for s in hot_symbols)
         else "widest innermost loop of the kernel"
     )
     return {
