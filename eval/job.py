@@ -279,7 +279,12 @@ def _run_job_locked(spec: JobSpec) -> str:
 def child_main(spec: JobSpec) -> int:
     """Entry of a worker process (forked or exec'd)."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    run_setup_hook()
+    from pragma.tools.launch import startup
+
+    with startup.imports():  # what every job loads (the graph, its nodes, torch), with no collection
+        import pragma.graph.builder  # noqa: F401
+
+        run_setup_hook()
     status = run_job(spec)
     return 0 if status == "finished" else LOCKED_EXIT if status == "locked" else 1
 

@@ -130,11 +130,14 @@ def run(app: Callable[..., Any]) -> None:
     signal.signal(signal.SIGTERM, _on_sigterm)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     # The error types of the layers below, imported here (not at the top) because they pull in
-    # LangChain and torch, which `pragma --help` does not need.
-    from pragma.graph.lock import RunLocked
-    from pragma.nodes.llm import LLMError, describe_error
-    from pragma.tools.backends import BackendUnavailable
-    from pragma.tools.problem import ProblemError
+    # LangChain and torch, which `pragma --help` does not need; with no collection while they load.
+    from pragma.tools.launch import startup
+
+    with startup.imports():
+        from pragma.graph.lock import RunLocked
+        from pragma.nodes.llm import LLMError, describe_error
+        from pragma.tools.backends import BackendUnavailable
+        from pragma.tools.problem import ProblemError
 
     try:
         # Outside standalone mode click returns a command's exit code instead of exiting, and

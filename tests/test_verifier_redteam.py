@@ -1,7 +1,10 @@
 """Red-team suite: `pragma verify` (the real CLI, real builds, real sandbox) on every cheating and
 honest candidate. Expectations live in each fixture's docstring (see tests/data/adversarial/README.md).
 
-Timing is irrelevant here, so the runs use few timed calls and a short warm-up.
+Speed is irrelevant here, so the runs use few timed calls and a short warm-up. Most verdicts do not
+depend on the machine's load either, and these tests run in `make test`'s parallel pass; a fixture
+whose verdict rests on when its threads get to run (``timing:`` in its docstring says why) is marked
+`timing` and runs in the pass that has the machine alone.
 """
 
 import json
@@ -13,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import CANDIDATES, EXAMPLES, pragma_env
 
-pytestmark = [pytest.mark.integration, pytest.mark.timing]  # starts sandboxes/processes (tests/conftest.py)
+pytestmark = pytest.mark.integration  # starts sandboxes/processes (tests/conftest.py)
 
 ADVERSARIAL = Path(__file__).parent / "data" / "adversarial"
 QUICK = ["--set", "timed_calls=10", "--set", "warmup_calls=2", "--set", "warmup_s=0.05"]
@@ -44,7 +47,12 @@ def cases(layer: str) -> list:
             continue
         status, _, rule = expect.partition(" ")
         settings = (_field(text, "settings") or "").split()
-        out.append(pytest.param(path, _problem(_field(text, "problem")), status, rule or None, settings, id=path.stem))
+        marks = [pytest.mark.timing] if _field(text, "timing") else []
+        out.append(
+            pytest.param(
+                path, _problem(_field(text, "problem")), status, rule or None, settings, id=path.stem, marks=marks
+            )
+        )
     if layer == "static":  # the spine's honest kernels must pass too
         for path in sorted(CANDIDATES.glob("*_fast.py")):
             out.append(
@@ -90,25 +98,31 @@ def _alone(candidate: Path) -> bool:
 @pytest.fixture(scope="module")
 def batched(tmp_path_factory):
     """Verdicts of the fixtures that can share a process: one `pragma verify PROBLEM CAND...` per
-    (layer, problem, settings) group, run on first use. Each fixture is still its own test below.
+    (layer, problem, settings, timing mark) group, each group run on first use, so a pass that
+    deselects a group's tests never runs it. Each fixture is still its own test below.
 
     Why: a `pragma verify` process pays an interpreter start, the torch import and the sandbox's
     pre-started judge (about 2-3 s) before its first verification; the ~130 red-team runs paid it
     each. Several candidates in one invocation is a feature users have too (tests/test_verify_cli.py).
     """
     results: dict[tuple[str, Path], dict] = {}
+    data_dirs: dict[str, Path] = {}  # one per layer: its groups share the machine's measured bandwidth
 
     def get(layer: str, candidate: Path) -> dict:
         if (layer, candidate) not in results:
-            groups: dict[tuple[Path, tuple[str, ...]], list[Path]] = {}
+            groups: dict[tuple[Path, tuple[str, ...], bool], list[Path]] = {}
             for param in cases(layer):
                 path, problem, _, _, settings = param.values
                 if not _alone(path):
                     extra = ("--set", "static_checks=false") if layer == "runtime" else ()
                     extra += tuple(a for s in settings for a in ("--set", s))
-                    groups.setdefault((problem, extra), []).append(path)
-            data_dir = tmp_path_factory.mktemp(f"redteam-{layer}")
-            for (problem, extra), paths in groups.items():
+                    groups.setdefault((problem, extra, bool(param.marks)), []).append(path)
+            for (problem, extra, _), paths in groups.items():
+                if candidate not in paths:
+                    continue
+                if layer not in data_dirs:
+                    data_dirs[layer] = tmp_path_factory.mktemp(f"redteam-{layer}")
+                data_dir = data_dirs[layer]
                 proc = subprocess.run(
                     [*PRAGMA, "verify", str(problem), *map(str, paths), "--json", *QUICK, *extra],
                     env=pragma_env(data_dir),

@@ -13,7 +13,10 @@ from pragma.graph.context import resolve_context
 from pragma.tools.judging import freshen, physical
 from pragma.tools.verify import verify_candidate
 
-pytestmark = [pytest.mark.integration, pytest.mark.timing]  # starts sandboxes/processes (tests/conftest.py)
+# Starts sandboxes/processes (tests/conftest.py). The tests that assert on measured times (upper
+# bounds, a twin's speedup, a neighbour's CPU, whether a kernel beat itself) are marked `timing` one
+# by one; the rest judge what load cannot change (verdicts of cheats, capabilities, paths).
+pytestmark = pytest.mark.integration
 
 RELU = str(EXAMPLES / "relu.py")
 RELU_FAST = (CANDIDATES / "relu_fast.py").read_text()
@@ -59,6 +62,7 @@ def test_a_memo_that_starts_after_the_checks_never_hits_on_fresh_inputs(isolated
         assert result["fresh_inputs"].startswith("off")
 
 
+@pytest.mark.timing
 def test_audited_and_recorded_calls_are_listed(isolated_data_dir):
     result = verify_candidate(RELU, RELU_FAST, resolve_context(**QUICK))
     assert result["status"] == "ok", result["message"]
@@ -100,6 +104,7 @@ ESCAPED_BURNER = RELU_FAST.replace(
 )
 
 
+@pytest.mark.timing
 def test_cpu_burnt_beside_the_timed_calls_is_a_noisy_neighbour(isolated_data_dir):
     ctx = resolve_context(**{**QUICK, "warmup_s": 0.3, "timed_calls": 40}, static_checks=False)
     result = verify_candidate(RELU, ESCAPED_BURNER, ctx)
@@ -109,6 +114,7 @@ def test_cpu_burnt_beside_the_timed_calls_is_a_noisy_neighbour(isolated_data_dir
         assert "noisy_neighbour" in _failed(result), result["message"]
 
 
+@pytest.mark.timing
 def test_the_head_to_head_reports_its_extra_batches(isolated_data_dir):
     ctx = resolve_context(**QUICK)
     result = verify_candidate(RELU, RELU_FAST, ctx, best_code=RELU_FAST)
@@ -183,6 +189,7 @@ def test_runners_hold_no_capabilities(isolated_data_dir):
 # --- the pre-started judge ---------------------------------------------------------------------
 
 
+@pytest.mark.timing
 def test_verifications_fork_their_judge_from_one_prestarted_process(isolated_data_dir):
     from pragma.tools.launch import sandbox
 
@@ -221,6 +228,7 @@ _noise.install_noise()''',
 )
 
 
+@pytest.mark.timing
 def test_an_interval_timer_in_the_candidate_cannot_slow_the_reference(isolated_data_dir):
     ctx = resolve_context(**{**QUICK, "timed_calls": 40}, static_checks=False)
     twin = verify_candidate(RELU, RELU_FAST, ctx)

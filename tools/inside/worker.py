@@ -221,9 +221,10 @@ def flush_bytes() -> int:
 
 def _probe(req: dict[str, Any], workdir: Path) -> dict[str, Any]:
     """Load the problem alone: its inputs' shapes and the reference's steady time per call."""
-    import torch
+    from pragma.tools.launch import startup, timing_slot
 
-    from pragma.tools.launch import timing_slot
+    with startup.imports():
+        import torch
 
     try:
         torch.set_num_threads(int(req["num_threads"]))
@@ -322,7 +323,10 @@ def main(request_path: str) -> int:
             built = {"status": "compile_error", "message": f"{type(exc).__name__}: {str(exc)[-2000:]}"}
         _write_result(workdir, {**built, "builds": builds, "isolation": isolation})
         return 0
-    from pragma.tools.inside import region
+    from pragma.tools.launch import startup
+
+    with startup.imports():  # torch and the profiling code, with no collection while they load
+        from pragma.tools.inside import region
 
     counter = None  # verification is the judge's (pragma.tools.judging.judge); this process only profiles
     try:

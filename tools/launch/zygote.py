@@ -98,15 +98,18 @@ def _send(message: dict) -> None:
 
 
 def main() -> int:
-    import torch  # noqa: F401 - the point of the zygote: imported once
+    from pragma.tools.launch import startup
 
-    import pragma.tools.judging.judge  # noqa: F401 - and the judge's own modules
-    from pragma.tools.launch import spawn
+    with startup.imports():  # no collection while importing; frozen before any fork
+        import torch  # noqa: F401 - the point of the zygote: imported once
 
-    spawn.prime_torch()  # torch's lazy imports (dispatch modes, FLOP counter), once for every job
-    from pragma.tools.judging import freshen
+        import pragma.tools.judging.judge  # noqa: F401 - and the judge's own modules
+        from pragma.tools.launch import spawn
 
-    freshen.prepare()  # the timed rounds' native input generator, built once before any runner exists
+        spawn.prime_torch()  # torch's lazy imports (dispatch modes, FLOP counter), once for every job
+        from pragma.tools.judging import freshen
+
+        freshen.prepare()  # the timed rounds' native input generator, built once before any runner exists
 
     in_pid_ns = "--pid-ns" in sys.argv  # own PID namespace and /proc: strays can be swept
     _send({"ready": True, "pid": os.getpid()})

@@ -3,6 +3,7 @@ num_threads clause), so on a multi-core machine it wins by parallelism the refer
 
 problem: relu
 expect: rejected thread_budget
+timing: besides its thread count, its verdict may rest on the CPU time a timed call used on other cores, which a loaded machine does not give it
 """
 
 import ctypes
