@@ -6,6 +6,7 @@ rule rather than a convention: a unit test that starts a process fails with a me
 mark. ``make test-fast`` runs the unit tests (``-m "not integration"``); ``make test`` runs all.
 """
 
+import gc
 import json
 import multiprocessing.util
 import os
@@ -32,6 +33,20 @@ CANDIDATES = Path(__file__).parent / "data" / "candidates"
 # processes the tests start inherit it. The `timing` pass runs without it, as users do.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+# Collection imports every test module and what they import (torch, LangGraph, Chroma): no garbage
+# collection while it runs, and what it made frozen after (as PRAGMA's own processes do at start-up,
+# pragma/tools/launch/startup.py); each pytest process runs it, the parallel pass's workers included.
+def pytest_configure(config):
+    gc.disable()
+
+
+def pytest_collection_finish(session):
+    gc.freeze()
+    gc.enable()
+
+
 # Short timing keeps the suite fast; measurement precision is the benchmark's business.
 FAST_SETTINGS = {
     "PRAGMA_TIMED_CALLS": "10",
