@@ -119,10 +119,10 @@ POOL_BITS = 16  # 65536-value pool per input (256 KiB of float32: L2-resident wh
 REFILL_THREADS = 2  # runners are stopped or idle between rounds: both cores are the judge's then
 
 _REFILL_CPP = r"""
-#include <cstdint>
-#include <cstring>
-#include <thread>
-#include <vector>
+// pthreads, not <thread>/<vector>: the same parts, seeds and values, and g++ builds it in ~0.15 s
+// instead of ~0.45 s (each pre-started judge compiles it once, privately).
+#include <pthread.h>
+#include <stdint.h>
 
 static inline uint64_t splitmix(uint64_t z) {
     z += 0x9E3779B97F4A7C15ULL;
@@ -159,16 +159,39 @@ static void fill_range(T* out, int64_t lo, int64_t hi, const T* pool, int bits, 
 }
 
 template <typename T>
-static void fill(void* out, int64_t n, const void* pool, int bits, uint64_t seed, int threads) {
-    std::vector<std::thread> workers;
+struct Part { T* out; int64_t lo, hi; const T* pool; int bits; uint64_t seed; };
+
+template <typename T>
+static void* run_part(void* arg) {
+    Part<T>* p = static_cast<Part<T>*>(arg);
+    fill_range<T>(p->out, p->lo, p->hi, p->pool, p->bits, p->seed);
+    return nullptr;
+}
+
+template <typename T>
+static int fill(void* out, int64_t n, const void* pool, int bits, uint64_t seed, int threads) {
+    Part<T>* parts = new Part<T>[threads];
+    pthread_t* ids = new pthread_t[threads];
+    bool* joined = new bool[threads]();
     const int64_t part = (n + threads - 1) / threads;
+    int used = 0;
     for (int t = 0; t < threads; ++t) {
         const int64_t lo = t * part, hi = lo + part < n ? lo + part : n;
         if (lo >= hi) break;
-        workers.emplace_back(fill_range<T>, static_cast<T*>(out), lo, hi, static_cast<const T*>(pool), bits,
-                             splitmix(seed ^ splitmix(uint64_t(t) + 1)));
+        parts[t] = {static_cast<T*>(out), lo, hi, static_cast<const T*>(pool), bits,
+                    splitmix(seed ^ splitmix(uint64_t(t) + 1))};
+        used = t + 1;
+        // Part 0 is this thread's; a part whose thread cannot start is filled here too.
+        joined[t] = t > 0 && pthread_create(&ids[t], nullptr, run_part<T>, &parts[t]) == 0;
+        if (t > 0 && !joined[t]) run_part<T>(&parts[t]);
     }
-    for (auto& w : workers) w.join();
+    if (used > 0) run_part<T>(&parts[0]);
+    for (int t = 1; t < used; ++t)
+        if (joined[t]) pthread_join(ids[t], nullptr);
+    delete[] joined;
+    delete[] ids;
+    delete[] parts;
+    return 0;
 }
 
 // out[i] = pool[random index] for i < n; elements of item_bytes bytes; pool of 2**bits elements.
@@ -176,10 +199,10 @@ extern "C" int pragma_refill(void* out, int64_t n, const void* pool, int bits, i
                              int threads) {
     if (bits < 1 || bits > 32 || threads < 1) return -1;
     switch (item_bytes) {
-        case 1: fill<uint8_t>(out, n, pool, bits, seed, threads); return 0;
-        case 2: fill<uint16_t>(out, n, pool, bits, seed, threads); return 0;
-        case 4: fill<uint32_t>(out, n, pool, bits, seed, threads); return 0;
-        case 8: fill<uint64_t>(out, n, pool, bits, seed, threads); return 0;
+        case 1: return fill<uint8_t>(out, n, pool, bits, seed, threads);
+        case 2: return fill<uint16_t>(out, n, pool, bits, seed, threads);
+        case 4: return fill<uint32_t>(out, n, pool, bits, seed, threads);
+        case 8: return fill<uint64_t>(out, n, pool, bits, seed, threads);
     }
     return -2;
 }
