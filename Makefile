@@ -70,8 +70,8 @@ demo: $(DEMO_DEPS)
 # must beside `pragma eval --workers 2`. That pass keeps both cores busy (perf record -a: ~2% idle);
 # three workers against two took 13m07s vs 14m05s-14m34s from fresh clones on the quiet 2-core machine.
 # The `timing` tests (they assert on measured times or CPU shares) then run alone on the machine,
-# at about one core. Whole fresh-clone run, setup included: 22m51s (14m15s + 7m00s). Both passes
-# always run; the target fails if either failed.
+# at about one core. Whole fresh-clone run, setup included: 18m21s-18m51s at bf26dfd (parallel pass
+# 13m28s-14m04s, timing pass 3m10s-3m16s). Both passes always run; the target fails if either failed.
 TEST_WORKERS ?= 3
 test: setup
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not local_model and not timing"; parallel=$$?; \
@@ -89,7 +89,7 @@ test-fast: setup
 # The typed contracts: graph state and Context, the verifier's wire (request and result, built and read
 # in verify.py), the acceptance rule, the judge<->runner protocol, the judge's mixins and the state
 # they share (judging/base.py), the CLI foundation, the locks. The rest of the code is checked by ruff only (its dynamic torch/LangChain values).
-TYPED := tools/judging/session.py tools/judging/base.py tools/judging/runners.py tools/judging/correctness.py tools/judging/audits.py tools/judging/timing.py tools/judging/neighbours.py tools/judging/verdicts.py tools/judging/acceptance.py tools/wire/verification.py tools/verify.py tools/device.py graph/state.py graph/context.py graph/clikit.py graph/lock.py tools/wire/protocol.py tools/launch/timing_slot.py nodes/prompts.py
+TYPED := tools/judging/session.py tools/judging/base.py tools/judging/runners.py tools/judging/correctness.py tools/judging/audits.py tools/judging/timing.py tools/judging/neighbours.py tools/judging/verdicts.py tools/judging/acceptance.py tools/wire/verification.py tools/verify.py tools/device.py graph/state.py graph/context.py graph/clikit.py graph/lock.py tools/wire/protocol.py tools/launch/timing_slot.py tools/launch/startup.py nodes/prompts.py
 
 MYPY_SRC := $(VENV)/mypy-src
 lint: setup
