@@ -6,7 +6,6 @@ rule rather than a convention: a unit test that starts a process fails with a me
 mark. ``make test-fast`` runs the unit tests (``-m "not integration"``); ``make test`` runs all.
 """
 
-import gc
 import json
 import multiprocessing.util
 import os
@@ -35,16 +34,15 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
-# Collection imports every test module and what they import (torch, LangGraph, Chroma): no garbage
-# collection while it runs, and what it made frozen after (as PRAGMA's own processes do at start-up,
-# pragma/tools/launch/startup.py); each pytest process runs it, the parallel pass's workers included.
-def pytest_configure(config):
-    gc.disable()
+# Collection imports every test module and what they import (torch, LangGraph, Chroma): as PRAGMA's
+# own processes do at start-up, no garbage collection while it runs and what it made frozen after;
+# each pytest process runs it, the parallel pass's workers included.
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session):
+    from pragma.tools.launch import startup
 
-
-def pytest_collection_finish(session):
-    gc.freeze()
-    gc.enable()
+    with startup.imports():
+        return (yield)
 
 
 # Short timing keeps the suite fast; measurement precision is the benchmark's business.

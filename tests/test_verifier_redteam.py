@@ -107,21 +107,25 @@ def batched(tmp_path_factory):
     """
     results: dict[tuple[str, Path], dict] = {}
     data_dirs: dict[str, Path] = {}  # one per layer: its groups share the machine's measured bandwidth
+    layer_groups: dict[str, dict[tuple[Path, tuple[str, ...], bool], list[Path]]] = {}
 
-    def get(layer: str, candidate: Path) -> dict:
-        if (layer, candidate) not in results:
-            groups: dict[tuple[Path, tuple[str, ...], bool], list[Path]] = {}
+    def groups_of(layer: str) -> dict[tuple[Path, tuple[str, ...], bool], list[Path]]:
+        if layer not in layer_groups:
+            groups = layer_groups[layer] = {}
             for param in cases(layer):
                 path, problem, _, _, settings = param.values
                 if not _alone(path):
                     extra = ("--set", "static_checks=false") if layer == "runtime" else ()
                     extra += tuple(a for s in settings for a in ("--set", s))
                     groups.setdefault((problem, extra, bool(param.marks)), []).append(path)
-            for (problem, extra, _), paths in groups.items():
+            data_dirs[layer] = tmp_path_factory.mktemp(f"redteam-{layer}")
+        return layer_groups[layer]
+
+    def get(layer: str, candidate: Path) -> dict:
+        if (layer, candidate) not in results:
+            for (problem, extra, _), paths in groups_of(layer).items():
                 if candidate not in paths:
                     continue
-                if layer not in data_dirs:
-                    data_dirs[layer] = tmp_path_factory.mktemp(f"redteam-{layer}")
                 data_dir = data_dirs[layer]
                 proc = subprocess.run(
                     [*PRAGMA, "verify", str(problem), *map(str, paths), "--json", *QUICK, *extra],

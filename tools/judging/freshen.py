@@ -169,7 +169,7 @@ static void* run_part(void* arg) {
 }
 
 template <typename T>
-static int fill(void* out, int64_t n, const void* pool, int bits, uint64_t seed, int threads) {
+static void fill(void* out, int64_t n, const void* pool, int bits, uint64_t seed, int threads) {
     Part<T>* parts = new Part<T>[threads];
     pthread_t* ids = new pthread_t[threads];
     bool* joined = new bool[threads]();
@@ -192,7 +192,6 @@ static int fill(void* out, int64_t n, const void* pool, int bits, uint64_t seed,
     delete[] joined;
     delete[] ids;
     delete[] parts;
-    return 0;
 }
 
 // out[i] = pool[random index] for i < n; elements of item_bytes bytes; pool of 2**bits elements.
@@ -200,10 +199,10 @@ extern "C" int pragma_refill(void* out, int64_t n, const void* pool, int bits, i
                              int threads) {
     if (bits < 1 || bits > 32 || threads < 1) return -1;
     switch (item_bytes) {
-        case 1: return fill<uint8_t>(out, n, pool, bits, seed, threads);
-        case 2: return fill<uint16_t>(out, n, pool, bits, seed, threads);
-        case 4: return fill<uint32_t>(out, n, pool, bits, seed, threads);
-        case 8: return fill<uint64_t>(out, n, pool, bits, seed, threads);
+        case 1: fill<uint8_t>(out, n, pool, bits, seed, threads); return 0;
+        case 2: fill<uint16_t>(out, n, pool, bits, seed, threads); return 0;
+        case 4: fill<uint32_t>(out, n, pool, bits, seed, threads); return 0;
+        case 8: fill<uint64_t>(out, n, pool, bits, seed, threads); return 0;
     }
     return -2;
 }
