@@ -76,3 +76,14 @@ def test_a_missing_partial_fails_at_load(tmp_path, monkeypatch):
     monkeypatch.setattr(prompts, "TEMPLATES", tmp_path)
     with pytest.raises(FileNotFoundError):
         prompts.load("broken")
+
+
+def test_kernel_prompts_invite_tunables_only_when_refining():
+    """The embedded model, told in its system rules that a tile size may list values to try, did
+    not paste batch_norm_train's <formulas> body as its first kernel: it added `constexpr int TILE`,
+    wrote `#pragma omp parallel for simd schedule(TILE)` (a compile error) and a reduction clause on
+    a loop without one, in both modes (177 s per call). A first kernel is the pasted body; tunables
+    belong to the attempts that make a verified kernel faster."""
+    for name in ("CODER_SYSTEM_KERNEL", "CODER_SYSTEM_KERNEL_GIVEN", "CODER_FIRST_KERNEL", "CODER_REPAIR_KERNEL"):
+        assert "tune:" not in getattr(prompts, name), name
+    assert "// tune: 32 64 128" in prompts.CODER_REFINE_KERNEL
