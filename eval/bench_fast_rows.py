@@ -212,8 +212,8 @@ def bench_case(label: str, path: Path, rounds: int) -> dict[str, Any]:
     block = re.search(r"```cpp\n(.*?)```", section, re.S)
     if not block or "pragma_kernel" in block.group(1):
         return {"case": label, "error": "no whole-body fast form in the prompt"}
-    head = re.sub(r"//[^\n]*", "", glue.prototype(spec)).rstrip().removesuffix(";")
-    cpp = glue.with_standard_headers(f"{head} {{\n{block.group(1)}}}\n")
+    head = re.sub(r"//[^\n]*", "", glue.prototype(spec)).rstrip()
+    cpp = glue.with_fast_forms(glue.with_standard_headers(f"{head} {{\n{block.group(1)}}}\n"))
     sys.modules["pragma_cext"] = cext
     scope: dict[str, Any] = {}
     exec(compile(glue.module_source(spec, cpp), f"<{label} glue>", "exec"), scope)  # noqa: S102 - our own text

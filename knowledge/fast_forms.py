@@ -33,7 +33,7 @@ from __future__ import annotations
 import ast
 import re
 
-from pragma.knowledge import operators
+from pragma.knowledge import operators, reductions
 
 # name -> (helpers it calls, C++ text). Coefficients: fitted by the project (see the docstring).
 HELPERS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -233,19 +233,7 @@ VARIANTS: dict[str, tuple[str, str, tuple[str, ...], str]] = {
 
 def helpers_for(names: list[str] | tuple[str, ...]) -> list[str]:
     """The helpers the fast forms of ``names`` call, each once, every helper after those it calls."""
-    ordered: list[str] = []
-
-    def add(helper: str) -> None:
-        if helper in ordered:
-            return
-        for dep in HELPERS[helper][0]:
-            add(dep)
-        ordered.append(helper)
-
-    for name in names:
-        for helper in FAST[name][0] + (VARIANTS[name][2] if name in VARIANTS else ()):
-            add(helper)
-    return ordered
+    return _helper_chain(h for name in names for h in FAST[name][0] + (VARIANTS[name][2] if name in VARIANTS else ()))
 
 
 def fast_function(name: str) -> str:
@@ -356,25 +344,152 @@ def call_arguments(name: str, source: str) -> tuple[str, list[str]] | None:
     return function, [f"{values[arg]!r}f" for arg, _ in keep]
 
 
+# Provided forms (kernel format). Why: told to paste the block above its kernel, the embedded model
+# copied ~40 lines of helpers for gelu_erf and lost a parenthesis in each rational (4 compile errors,
+# 217 s for 951 output tokens at ~5 tokens/s), while the loop it had to write was 3 lines. In kernel
+# format the prompt shows one declaration per operator and tools/glue.py puts the definitions of
+# every form a kernel calls without defining before its code (``prelude_for``).
+_FUNCTION = re.compile(r"static inline float (\w+)\(")
+# The row bodies' lambdas (knowledge/reductions.py), provided as functions of the same names: the
+# embedded model pasted log_softmax's body without its exp_neg lambda and called exp_neg (undeclared).
+_LAMBDA = re.compile(r"^([ \t]*)auto (\w+) = \[\]\(([^)]*)\) \{.*?^\1\};\n?", re.M | re.DOTALL)
+
+
+def _as_function(lambda_text: str) -> str:
+    """A row body's ``auto f = [](float v) { ... };`` as ``static inline float f(float v) { ... }``."""
+    m = _LAMBDA.match(lambda_text + "\n")
+    assert m is not None, lambda_text
+    return f"static inline float {m.group(2)}({m.group(3)}) {{" + lambda_text.split("{", 1)[1].removesuffix(";")
+
+
+HELPERS.update(
+    {
+        "exp_neg": ((), "// e^v for v <= 0 (knowledge/reductions.py)\n" + _as_function(reductions.EXP_NEG)),
+        "log_f": ((), "// log(v) for v > 0 (knowledge/reductions.py)\n" + _as_function(reductions.LOG_POS)),
+    }
+)
+
+
+LAMBDA_NOTES = {"exp_neg": "e^v for v <= 0", "log_f": "log v for v > 0"}
+
+
+def without_lambdas(body: str) -> tuple[str, list[str]]:
+    """``body`` without the lambdas PRAGMA provides as functions, and their names (kernel format)."""
+    names = [m.group(2) for m in _LAMBDA.finditer(body) if m.group(2) in HELPERS]
+    return _LAMBDA.sub(lambda m: "" if m.group(2) in HELPERS else m.group(0), body), names
+
+
+# Every function name a kernel may call without writing it -> (kind, table key): an operator's form,
+# a variant, or a helper entry (its internal functions, pragma_expq and the like, map to their entry).
+PROVIDED: dict[str, tuple[str, str]] = {
+    **{name: ("helper", entry) for entry, (_, text) in HELPERS.items() for name in _FUNCTION.findall(text)},
+    **{operators.cpp_name(op): ("form", op) for op in FAST},
+    **{fn: ("variant", op) for op, (fn, *_) in VARIANTS.items()},
+}
+# Comments, string and character literals: a name there is not a call.
+_NOT_CODE = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
+
+
+def _defines(code: str, name: str) -> bool:
+    return re.search(rf"\b{name}\s*\([^;{{}}]*\)\s*\{{", code) is not None
+
+
+def _helper_declaration(entry: str) -> str:
+    """The entry's own function as a declaration (for a kernel that defines it after the prelude)."""
+    head = next(line for line in HELPERS[entry][1].splitlines() if line.startswith(f"static inline float {entry}("))
+    return head.rstrip(" {") + ";"
+
+
+def prelude_for(cpp: str) -> str:
+    """The C++ that defines every provided form ``cpp`` calls and does not define itself (with the
+    helpers those call, each after what it calls), or '' when it calls none. A helper the kernel
+    defines itself is declared here instead, so the forms before it compile and its own definition
+    is the one used."""
+    code = _NOT_CODE.sub("", cpp)
+    called = [n for n in PROVIDED if re.search(rf"\b{n}\s*\(", code) and not _defines(code, n)]
+    if not called:
+        return ""
+    forms = [op for op in FAST if operators.cpp_name(op) in called]
+    variants = [op for op in VARIANTS if VARIANTS[op][0] in called]
+    entries = _helper_chain(
+        [
+            *(h for op in forms for h in FAST[op][0]),
+            *(h for op in variants for h in VARIANTS[op][2]),
+            *(PROVIDED[n][1] for n in called if PROVIDED[n][0] == "helper"),
+        ]
+    )
+    parts = [*HEADERS]
+    for entry in entries:
+        own = _defines(code, entry)
+        parts.append(_helper_declaration(entry) if own else HELPERS[entry][1])
+    parts += [fast_function(op) for op in forms]
+    parts += [VARIANTS[op][3] for op in variants]
+    return "\n".join(parts)
+
+
+def _helper_chain(entries) -> list[str]:
+    """``entries`` and every helper they call, each after what it calls."""
+    ordered: list[str] = []
+
+    def add(helper: str) -> None:
+        if helper in ordered:
+            return
+        for dep in HELPERS[helper][0]:
+            add(dep)
+        ordered.append(helper)
+
+    for entry in entries:
+        add(entry)
+    return ordered
+
+
+def declaration(name: str) -> str:
+    """``name``'s form as the one line the kernel-format prompt shows (``float elu_fn(float v, float
+    alpha = 1.0f);``)."""
+    return fast_function(name).split(" {", 1)[0].removeprefix("static inline ") + ";"
+
+
 def prompt_part(
-    found: list[str], source: str, x: str = "x", ndim: int = 2, out: str = "out0", body: bool = True
+    found: list[str],
+    source: str,
+    x: str = "x",
+    ndim: int = 2,
+    out: str = "out0",
+    body: bool = True,
+    provided: bool = False,
 ) -> str:
     """The <formulas> text for the element-wise operators ``found`` (operators.ELEMENTWISE names): the
     fast forms as one pasteable block (the correct-first function where no fast form exists), and,
     with ``body`` and one operator whose call's arguments are certain, pragma_kernel's whole body in
-    the signature's names (input ``x`` with ``ndim`` dims, output ``out``)."""
+    the signature's names (input ``x`` with ``ndim`` dims, output ``out``). With ``provided`` (kernel
+    format) the fast forms are declarations to call, their definitions added by tools/glue.py."""
     fast = [n for n in found if n in FAST]
     scalar = [operators.cpp_function(n) for n in found if n not in FAST]
-    block = source_of(fast) if fast else "\n".join(["#include <cmath>", "#include <algorithm>"])
-    block = "\n".join([block, *scalar])
     first = found[0]
-    text = (
-        "Element-wise operators as fast C++ functions (PyTorch's math and default arguments, branch-free float math"
-        " that g++ vectorizes; keep every line as it is: std::exp, std::erf or an if/?: instead would make the"
-        " loop scalar and slow): paste the whole block above your kernel; each computes its operator for one value"
-        f" ({first}(x) is {operators.cpp_name(first)}(x[i]) for every i); pass the arguments forward() passes."
-        f"\n```cpp\n{block}\n```"
-    )
+    if provided and fast:
+        decls = [f"{declaration(n)}  // {n}(x) for one value" for n in fast]
+        for n in (n for n in fast if n in VARIANTS and re.search(VARIANTS[n][1], source)):  # "... {  // what it is"
+            head, _, what = VARIANTS[n][3].splitlines()[0].partition("//")
+            decls.append(f"{head.removeprefix('static inline ').rstrip(' {')};  // {what.strip()} for one value")
+        text = (
+            "Element-wise operators as fast C++ functions PRAGMA adds to your file before compiling it (PyTorch's"
+            " math and default arguments, branch-free float math that g++ vectorizes): call them, do not write"
+            f" them. Each computes its operator for one value ({first}(x) is {operators.cpp_name(first)}(x[i]) for"
+            " every i); pass the arguments forward() passes."
+            "\n```cpp\n" + "\n".join(decls) + "\n```"
+        )
+        if scalar:
+            text += "\nPaste these above your kernel:\n```cpp\n" + "\n".join(["#include <cmath>", *scalar]) + "\n```"
+    else:
+        block = source_of(fast) if fast else "\n".join(["#include <cmath>", "#include <algorithm>"])
+        block = "\n".join([block, *scalar])
+        text = (
+            "Element-wise operators as fast C++ functions (PyTorch's math and default arguments, branch-free float math"
+            " that g++ vectorizes; keep every line as it is: std::exp, std::erf or an if/?: instead would make the"
+            " loop scalar and slow): paste the whole block above your kernel; each computes its operator for one value"
+            f" ({first}(x) is {operators.cpp_name(first)}(x[i]) for every i); pass the arguments forward() passes."
+            f"\n```cpp\n{block}\n```"
+        )
     call = call_arguments(first, source) if body and len(found) == 1 else None
     if call is not None:
         function, args = call

@@ -358,7 +358,12 @@ def render(source: str, names: LoopNames = DEFAULT_NAMES, spec: dict | None = No
         from pragma.knowledge import fast_forms
 
         alone = not extra and not any(name in ROW_BODIES or name in CHANNEL_BODIES for name, _ in found)
-        parts.append(fast_forms.prompt_part(elementwise, source, names["x"], names["ndim"], names["out"], alone))
+        # With a kernel spec (kernel format) the forms are declared and tools/glue.py defines them.
+        parts.append(
+            fast_forms.prompt_part(
+                elementwise, source, names["x"], names["ndim"], names["out"], alone, provided=spec is not None
+            )
+        )
     eps = eps_of(source)
     bodies = [
         row_loop(name, names, eps) if name in ROW_BODIES else channel_body(name, names, eps, groups_of(source))
@@ -367,11 +372,23 @@ def render(source: str, names: LoopNames = DEFAULT_NAMES, spec: dict | None = No
     ]
     bodies += [text for _, text in extra]
     if bodies:
+        text = "\n".join(bodies)
+        provided: list[str] = []
+        if spec is not None:  # kernel format: tools/glue.py adds the bodies' exp_neg/log_f as functions
+            from pragma.knowledge import fast_forms
+
+            text, provided = fast_forms.without_lambdas(text)
         parts.append(
             "The operator as the whole body of pragma_kernel, in your signature's names: paste it into your"
             " function and use the values forward() passes where they differ from the defaults:"
-            "\n```cpp\n" + "\n".join(bodies) + "\n```"
+            "\n```cpp\n" + text + "\n```"
         )
+        if provided:
+            parts.append(
+                ", ".join(f"`{name}(v)` ({fast_forms.LAMBDA_NOTES[name]})" for name in dict.fromkeys(provided))
+                + ": vectorizable float functions PRAGMA adds to your file before compiling it; call them, do"
+                " not write them."
+            )
     return "\n".join(parts)
 
 

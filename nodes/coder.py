@@ -265,7 +265,7 @@ def coder(state: PragmaState, runtime: Runtime[Context]) -> dict:
             try:
                 cpp = glue.extract_kernel(text, spec["entry"])
                 candidate["kernel"] = cpp
-                candidate["code"] = glue.module_source(spec, cpp)
+                candidate["code"] = glue.module_source(spec, glue.with_fast_forms(cpp))
             except glue.KernelExtractionError:
                 # A model that wrote a whole module anyway is taken at its word (format module).
                 candidate["code"] = extract_code(text)

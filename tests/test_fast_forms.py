@@ -106,7 +106,9 @@ def test_the_kernel_prompt_hands_over_the_fast_form_and_the_loop_in_the_signatur
         loaded = load_problem(SUITE / f"{problem}.py")
         spec = glue.kernel_spec(loaded)
         section = coder._formulas_section(loaded, spec)
-        assert "static inline float pragma_select(bool c, float a, float b)" in section, problem
+        # Kernel format: one declaration to call (tools/glue.py adds the definitions), no helper to copy.
+        assert re.search(rf"^float {call.split('(')[0]}\(float v[^;]*\);", section, re.M), problem
+        assert "static inline" not in section and "pragma_select" not in section, problem
         assert "using namespace std; return (float)(" not in section  # the scalar form is gone
         assert f"for (int64_t i = 0; i < n; ++i) out0[i] = {call};" in section, problem
         assert "const int64_t n = x_dim0 * x_dim1;" in section
@@ -229,8 +231,9 @@ def test_the_prompts_fast_form_and_loop_in_the_problems_signature_is_a_verified_
     spec = glue.kernel_spec(loaded)
     section = coder._formulas_section(loaded, spec)
     block, body = re.findall(r"```cpp\n(.*?)```", section, re.DOTALL)
-    head = re.sub(r"//[^\n]*", "", glue.prototype(spec)).rstrip().removesuffix(";")
-    cpp = f"{block}\n{head} {{\n{body}}}\n"
+    head = re.sub(r"//[^\n]*", "", glue.prototype(spec)).rstrip()
+    # As a model pasting the declarations and the loop would write it; the Coder node's glue adds the forms.
+    cpp = glue.with_fast_forms(f"#include <cstdint>\n{block}\n{head} {{\n{body}}}\n")
     ctx = resolve_context(timed_calls=3, warmup_calls=1, warmup_s=0.05)
     result = verify_candidate(loaded["path"], glue.module_source(spec, cpp), ctx)
     assert result["status"] == "ok", result["message"]
@@ -357,3 +360,98 @@ def test_the_bench_reads_the_vector_width_from_objdump_text(monkeypatch):
     assert bench.vector_width("x.so", "f_c")["bits"] == 256 and not bench.vector_width("x.so", "f_c")["fma"]
     monkeypatch.setattr(bench.shutil, "which", lambda _: None)
     assert bench.vector_width("x.so", "f_a")["bits"] is None
+
+
+# What the embedded model wrote for gelu_erf once the prompt declared the forms: the loop, nothing else.
+GELU_CALLER = """#include <cstdint>
+float gelu_fn(float v);  // gelu(x) for one value
+extern "C" void pragma_kernel(const float* x, int64_t x_dim0, int64_t x_dim1, float* out0, int64_t out0_dim0,
+                              int64_t out0_dim1) {
+    const int64_t n = x_dim0 * x_dim1;
+    #pragma omp parallel for simd
+    for (int64_t i = 0; i < n; ++i) out0[i] = gelu_fn(x[i]);
+}
+"""
+
+
+def test_a_kernel_gets_the_definitions_of_the_forms_it_calls_and_nothing_else():
+    full = glue.with_fast_forms(GELU_CALLER)
+    prelude = full[: full.index("#line 1\n")]
+    # gelu_fn and what it calls, each after what it calls; nothing for forms it does not call.
+    assert prelude.index("pragma_select(bool") < prelude.index("pragma_erf(float") < prelude.index("gelu_fn(float")
+    assert "pragma_exp(" not in prelude and "sigmoid_fn" not in prelude and "gelu_tanh_fn" not in prelude
+    # Its own declaration is blanked (a repeated default argument would not compile), its lines kept.
+    written = glue.without_fast_forms(full)
+    assert written == GELU_CALLER.replace("float gelu_fn(float v);  // gelu(x) for one value", "")
+    assert written.count("\n") == GELU_CALLER.count("\n")
+    # The prompts show what the model wrote, not PRAGMA's prelude.
+    assert glue.kernel_of(glue.module_source(_SPEC, full)) == written
+    # A kernel that writes its own form, or calls none, is left as it is.
+    own = GELU_CALLER.replace("float gelu_fn(float v);", "static inline float gelu_fn(float v) { return v; }")
+    assert glue.with_fast_forms(own) == own
+    assert glue.with_fast_forms(INTRINSICS_KERNEL) == INTRINSICS_KERNEL
+    # A helper the kernel defines itself is declared before the forms that use it, not defined twice.
+    selects = "static inline float pragma_select(bool c, float a, float b) { return c ? a : b; }\n"
+    mixed = glue.with_fast_forms(selects + GELU_CALLER)
+    assert mixed.count("pragma_select(bool c, float a, float b) {") == 1
+    assert "static inline float pragma_select(bool c, float a, float b);" in mixed
+
+
+_SPEC = {
+    "entry": "pragma_kernel",
+    "args": [
+        {"name": "x", "role": "input", "dtype": "float32", "shape": [3, 5]},
+        {"name": "out0", "role": "output", "dtype": "float32", "shape": [3, 5]},
+    ],
+}
+
+
+@pytest.mark.integration
+@needs_gpp
+def test_kernels_calling_the_forms_compile_and_errors_keep_the_models_line_numbers(tmp_path, monkeypatch):
+    from pragma.tools.inside import cext
+
+    monkeypatch.setenv("PRAGMA_BUILD_DIR", str(tmp_path))
+    selects = "static inline float pragma_select(bool c, float a, float b) { return c ? a : b; }\n"
+    for name, cpp, want in [
+        ("gelu", GELU_CALLER, torch.nn.functional.gelu),
+        ("own_select", selects + GELU_CALLER.replace("gelu_fn", "sigmoid_fn"), torch.sigmoid),
+    ]:
+        fn = ctypes.CDLL(cext.build_cpp(glue.with_fast_forms(cpp), name=name)).pragma_kernel
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64] * 2
+        x = torch.randn(3, 5) * 4
+        out = torch.empty_like(x)
+        fn(x.data_ptr(), 3, 5, out.data_ptr(), 3, 5)
+        assert torch.allclose(out, want(x), atol=1e-5, rtol=1e-5), name
+    broken = GELU_CALLER.replace("out0[i] = gelu_fn(x[i]);", "out0[i] = gelu_fn(x[i])")  # line 7 of the model's
+    with pytest.raises(cext.CompileError, match=r":7:\d+: error"):
+        cext.build_cpp(glue.with_fast_forms(broken), name="broken")
+
+
+@pytest.mark.integration
+@needs_gpp
+def test_the_coder_node_adds_the_forms_a_kernel_reply_calls_and_the_verifier_accepts_it(monkeypatch):
+    # The suite's gelu_erf through the Coder node (scripted model, kernel format): the reply is the
+    # declaration and the loop the prompt shows; the candidate the verifier gets defines gelu_fn.
+    from types import SimpleNamespace
+
+    import scripted
+
+    from pragma.graph.context import resolve_context
+    from pragma.nodes import llm
+    from pragma.tools.problem import load_problem
+    from pragma.tools.verify import verify_candidate
+
+    loaded = load_problem(SUITE / "gelu_erf.py")
+    spec = glue.kernel_spec(loaded)
+    head = re.sub(r"//[^\n]*", "", glue.prototype(spec)).rstrip()
+    reply = f"```cpp\n#include <cstdint>\nfloat gelu_fn(float v);\n{head} {{\n    const int64_t n = x_dim0 * x_dim1;\n"
+    reply += "    #pragma omp parallel for simd\n    for (int64_t i = 0; i < n; ++i) out0[i] = gelu_fn(x[i]);\n}\n```"
+    monkeypatch.setattr(llm, "load_chat_model", scripted.loader_for({"coder": {"1": reply}}))
+    runtime = SimpleNamespace(context=resolve_context(coder_model="scripted:x", candidate_format="kernel"))
+    cand = coder.coder({"problem": loaded, "iteration": 0}, runtime)["candidate"]
+    assert "static inline float gelu_fn(float v)" in cand["code"] and "static inline" not in cand["kernel"]
+    result = verify_candidate(
+        loaded["path"], cand["code"], resolve_context(timed_calls=3, warmup_calls=1, warmup_s=0.05)
+    )
+    assert result["status"] == "ok", result["message"]

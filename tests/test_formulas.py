@@ -215,8 +215,10 @@ def test_the_prompts_loop_in_the_problems_signature_is_a_verified_kernel(problem
     section = coder._formulas_section(loaded, spec)
     block = re.search(r"```cpp\n(.*?)```", section, re.DOTALL)
     assert block and "#pragma omp parallel for" in block.group(1), section
-    head = re.sub(r"//[^\n]*", "", glue.prototype(spec)).rstrip().removesuffix(";")
-    cpp = f"#include <algorithm>\n#include <cmath>\n#include <cstdint>\n{head} {{\n{block.group(1)}}}\n"
+    head = re.sub(r"//[^\n]*", "", glue.prototype(spec)).rstrip()
+    cpp = glue.with_fast_forms(
+        f"#include <algorithm>\n#include <cmath>\n#include <cstdint>\n{head} {{\n{block.group(1)}}}\n"
+    )
     ctx = resolve_context(timed_calls=3, warmup_calls=1, warmup_s=0.05)
     result = verify_candidate(loaded["path"], glue.module_source(spec, cpp), ctx)
     assert result["status"] == "ok", result["message"]

@@ -130,8 +130,8 @@ def test_each_fast_form_in_the_problems_signature_matches_torch_in_float64(label
         section = coder._formulas_section({"source": source}, spec)
         assert formulas.loop_bodied(source, spec), f"{label}: the prompt gives no whole body"
         block = section.split("```cpp\n", 1)[1].split("```", 1)[0]
-        head = glue.prototype(spec).rstrip().removesuffix(";")
-        cpp = glue.with_standard_headers(f"{head} {{\n{block}}}\n")
+        head = glue.prototype(spec).rstrip()
+        cpp = glue.with_fast_forms(glue.with_standard_headers(f"{head} {{\n{block}}}\n"))
         glue_scope: dict[str, Any] = {}
         exec(compile(glue.module_source(spec, cpp), f"<{label}>", "exec"), glue_scope)  # noqa: S102
         torch.manual_seed(0)
@@ -217,7 +217,7 @@ def test_each_fast_form_is_vector_code_on_an_avx2_build_too(label, tmp_path, mon
     with torch.no_grad():
         spec = _spec(source, reference, inputs, init, reference(*inputs))
     block = coder._formulas_section({"source": source}, spec).split("```cpp\n", 1)[1].split("```", 1)[0]
-    cpp = glue.with_standard_headers(f"{glue.prototype(spec).rstrip().removesuffix(';')} {{\n{block}}}\n")
+    cpp = glue.with_fast_forms(glue.with_standard_headers(f"{glue.prototype(spec).rstrip()} {{\n{block}}}\n"))
     width = bench.vector_width(cext.build_cpp(cpp, extra_flags=("-mno-avx512f",), name=f"avx2_{label}"))
     if label in SCALAR_BY_DESIGN:
         return

@@ -279,7 +279,7 @@ def test_a_kernel_declared_but_never_defined_gets_a_repair_that_names_the_fix():
 
     loaded = load_problem(EXAMPLES / "relu.py")
     spec = glue.kernel_spec(loaded)
-    cpp = "#include <cstdint>\n" + re.sub(r"//[^\n]*", "", glue.prototype(spec)).rstrip() + "\n"
+    cpp = "#include <cstdint>\n" + re.sub(r"//[^\n]*", "", glue.prototype(spec)).rstrip() + ";\n"
     assert cpp.rstrip().endswith(";")  # the declaration alone, as the model wrote it
     result = verify_candidate(loaded["path"], glue.module_source(spec, cpp), resolve_context(timed_calls=3))
     assert result["status"] == "runtime_error" and "undefined symbol: pragma_kernel" in result["message"]

@@ -245,7 +245,10 @@ def _dims(arg: dict[str, Any]) -> list[str]:
 
 
 def prototype(spec: dict[str, Any]) -> str:
-    """The C declaration the model must implement, one commented line per argument."""
+    """The head of the C function the model must write, one commented line per argument and no ``;``.
+    Why no ``;``: shown a declaration, the embedded model's first kernels for layer_norm and
+    group_norm were that declaration alone, ``;`` included (undefined symbol at load); the comments
+    are short because it copies them into every reply (~5 output tokens/s on 2 cores)."""
     lines = []
     for a in spec["args"]:
         if a["role"] in ("input", "output", "weight"):
@@ -253,16 +256,11 @@ def prototype(spec: dict[str, Any]) -> str:
             shape = " x ".join(str(n) for n in a["shape"]) or "scalar (0-dim)"
             what = {
                 "input": "input",
-                "output": "output, allocated by PRAGMA: write every element",
-                "weight": f"the reference's {a.get('state_name')} (parameter or buffer)",
+                "output": "output: write every element",
+                "weight": f"the reference's {a.get('state_name')}",
             }[a["role"]]
             dims = "".join(f", int64_t {d}" for d in _dims(a))
-            lines.append(
-                (
-                    f"{const}{DTYPES[a['dtype']]}* {a['name']}{dims}",
-                    f"{what}; {a['dtype']} [{shape}], contiguous row-major",
-                )
-            )
+            lines.append((f"{const}{DTYPES[a['dtype']]}* {a['name']}{dims}", f"{what}, {a['dtype']} [{shape}]"))
         else:
             ctype = SCALARS[a["kind"]][0]
             src = "forward argument" if a["role"] == "scalar" else "constructor argument"
@@ -270,7 +268,7 @@ def prototype(spec: dict[str, Any]) -> str:
     body = "\n".join(
         f"    {decl}{',' if i < len(lines) - 1 else ''}  // {note}" for i, (decl, note) in enumerate(lines)
     )
-    return f'extern "C" void {spec["entry"]}(\n{body}\n);'
+    return f'extern "C" void {spec["entry"]}(\n{body}\n)'
 
 
 def _argtypes(spec: dict[str, Any]) -> list[str]:
@@ -397,7 +395,8 @@ def is_glue(code: str) -> bool:
 
 
 def kernel_of(code: str) -> str | None:
-    """The C++ source inside a module this file generated (None for any other module)."""
+    """The C++ source the model wrote inside a module this file generated (PRAGMA's fast forms left
+    out; None for any other module)."""
     if not is_glue(code):
         return None
     try:
@@ -411,7 +410,7 @@ def kernel_of(code: str) -> str | None:
             and node.targets[0].id == "CPP_SOURCE"
             and isinstance(node.value, ast.Constant)
         ):
-            return str(node.value.value).lstrip("\n")
+            return without_fast_forms(str(node.value.value).lstrip("\n"))
     return None
 
 
@@ -455,6 +454,38 @@ def with_closed_braces(cpp: str) -> str:
     code = _NOT_CODE.sub("", cpp)
     missing = code.count("{") - code.count("}")
     return cpp + "}\n" * missing if missing > 0 else cpp
+
+
+# PRAGMA's fast forms before a kernel that calls them (knowledge/fast_forms.prelude_for), between
+# these lines; ``#line 1`` after them keeps the compiler's line numbers those of the model's code.
+PRELUDE_BEGIN = "// --- PRAGMA's fast forms, added before the kernel that calls them (knowledge/fast_forms.py) ---"
+PRELUDE_END = "// --- end of PRAGMA's fast forms ---"
+_PRELUDE = re.compile(re.escape(PRELUDE_BEGIN) + r".*?" + re.escape(PRELUDE_END) + r"\n#line 1\n", re.DOTALL)
+
+
+def with_fast_forms(cpp: str) -> str:
+    """``cpp`` after the definitions of the fast forms it calls without defining (the kernel-format
+    prompt declares them: the embedded model garbled the helpers it was asked to copy). Its own
+    declarations of those functions are blanked (a repeated default argument would not compile)."""
+    from pragma.knowledge import fast_forms
+
+    prelude = fast_forms.prelude_for(cpp)
+    if not prelude:
+        return cpp
+    names = "|".join(n for n in fast_forms.PROVIDED if re.search(rf"\b{n}\b", cpp))
+    # Its own declarations of those functions: blanked (the line stays, so line numbers still match).
+    cpp = re.sub(
+        rf"^[ \t]*(?:static[ \t]+)?(?:inline[ \t]+)?float[ \t]+(?:{names})[ \t]*\([^;{{}}]*\)[ \t]*;[^\n]*$",
+        "",
+        cpp,
+        flags=re.M,
+    )
+    return f"{PRELUDE_BEGIN}\n{prelude}\n{PRELUDE_END}\n#line 1\n{cpp}"
+
+
+def without_fast_forms(cpp: str) -> str:
+    """``cpp`` as the model wrote it: PRAGMA's prelude of fast forms removed."""
+    return _PRELUDE.sub("", cpp, count=1)
 
 
 def extract_kernel(reply: str, entry: str = ENTRY) -> str:
