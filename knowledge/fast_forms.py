@@ -370,6 +370,8 @@ HELPERS.update(
 )
 
 
+# The include line a kernel-format prompt shows (tools/glue.py puts the definitions in its place).
+HEADER = '"pragma_fast.h"'
 LAMBDA_NOTES = {"exp_neg": "e^v for v <= 0", "log_f": "log v for v > 0"}
 
 
@@ -449,6 +451,11 @@ def declaration(name: str) -> str:
     return fast_function(name).split(" {", 1)[0].removeprefix("static inline ") + ";"
 
 
+def _call_shape(name: str) -> str:
+    """``elu_fn(v, alpha=1.0)``: the form's parameters and defaults, not a C++ declaration to copy."""
+    return re.sub(r"(\d)f\b", r"\1", re.sub(r"\bfloat |\s(?==)|(?<==)\s", "", declaration(name).removesuffix(";")))
+
+
 def prompt_part(
     found: list[str],
     source: str,
@@ -467,16 +474,22 @@ def prompt_part(
     scalar = [operators.cpp_function(n) for n in found if n not in FAST]
     first = found[0]
     if provided and fast:
-        decls = [f"{declaration(n)}  // {n}(x) for one value" for n in fast]
-        for n in (n for n in fast if n in VARIANTS and re.search(VARIANTS[n][1], source)):  # "... {  // what it is"
+        # Named in the include's comment, not declared: shown `float elu_fn(float v, ...);`, the
+        # embedded model wrote its own elu_fn (std::max, std::exp: wrong) beside it.
+        uses = [f"{_call_shape(n)}: {n}(x) for one value" for n in fast]
+        for n in (n for n in fast if n in VARIANTS and re.search(VARIANTS[n][1], source)):
             head, _, what = VARIANTS[n][3].splitlines()[0].partition("//")
-            decls.append(f"{head.removeprefix('static inline ').rstrip(' {')};  // {what.strip()} for one value")
+            uses.append(f"{head.removeprefix('static inline float ').rstrip(' {')}: {what.strip()} for one value")
         text = (
-            "Element-wise operators as fast C++ functions PRAGMA adds to your file before compiling it (PyTorch's"
-            " math and default arguments, branch-free float math that g++ vectorizes): call them, do not write"
-            f" them. Each computes its operator for one value ({first}(x) is {operators.cpp_name(first)}(x[i]) for"
-            " every i); pass the arguments forward() passes."
-            "\n```cpp\n" + "\n".join(decls) + "\n```"
+            f"PRAGMA's header {HEADER} has the element-wise operators as fast C++ functions (PyTorch's math and"
+            " default arguments, branch-free float math that g++ vectorizes). Include it and call them, as you"
+            " call std::exp; do not write them yourself. Each computes its operator for one value"
+            f" ({first}(x) is {operators.cpp_name(first)}(x[i]) for every i); pass the arguments forward() passes."
+            "\n```cpp\n"
+            + "\n".join(
+                f"#include {HEADER}  // {u}" if i == 0 else f"//                       {u}" for i, u in enumerate(uses)
+            )
+            + "\n```"
         )
         if scalar:
             text += "\nPaste these above your kernel:\n```cpp\n" + "\n".join(["#include <cmath>", *scalar]) + "\n```"

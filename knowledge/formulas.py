@@ -412,6 +412,18 @@ def reduction_bodies(source: str, spec: dict | None) -> list[tuple[str, str]]:
     return [(name, text) for name, text in found if text]
 
 
+def gives_whole_body(source: str, spec: dict | None = None) -> bool:
+    """Whether the kernel prompt's <formulas> gives pragma_kernel's whole body: a row, channel or
+    reduction loop, or the loop over every element for one element-wise operator whose arguments
+    are certain (what ``render`` writes as "whole body")."""
+    if loop_bodied(source, spec):
+        return True
+    found = [name for name, _ in lookup(source)]
+    from pragma.knowledge import fast_forms
+
+    return len(found) == 1 and found[0] in ELEMENTWISE and fast_forms.call_arguments(found[0], source) is not None
+
+
 def loop_bodied(source: str, spec: dict | None = None) -> bool:
     """Whether the problem names an operator its prompt gives as a whole loop (over rows or over
     channels, or a reduction written for the kernel ``spec``): its kernel system prompt shows a

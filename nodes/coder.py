@@ -16,6 +16,7 @@ from langgraph.runtime import Runtime
 
 from pragma.graph.context import Context
 from pragma.graph.state import PragmaState
+from pragma.knowledge import formulas
 from pragma.nodes import budget, chat, hints, llm, prompts
 from pragma.tools import glue
 from pragma.tools.backends import backend_for
@@ -157,8 +158,6 @@ def _formulas_section(problem: dict, spec: dict[str, Any] | None = None) -> str:
     """The definitions of the operators the problem's source calls (knowledge/formulas.py): a
     kernel-format Coder writes the math itself, and a small model often does not know it. Row
     loops are written in the names of the kernel ``spec``'s signature."""
-    from pragma.knowledge import formulas
-
     text = formulas.render(problem.get("source") or "", _loop_names(spec) if spec else formulas.DEFAULT_NAMES, spec)
     return prompts.FORMULAS_SECTION.format(formulas=text) if text else ""
 
@@ -166,8 +165,6 @@ def _formulas_section(problem: dict, spec: dict[str, Any] | None = None) -> str:
 def _loop_names(spec: dict[str, Any]) -> LoopNames:
     """The signature's first input and output, and its one 1-D weight and bias if it has them (a
     layer norm's per-column ones, a batch norm's per-channel ones)."""
-    from pragma.knowledge import formulas
-
     args = spec.get("args") or []
     first = next((a for a in args if a["role"] == "input" and a.get("shape")), None)
     out = next((a["name"] for a in args if a["role"] == "output"), "out0")
@@ -185,11 +182,11 @@ def _loop_names(spec: dict[str, Any]) -> LoopNames:
 
 
 def _kernel_system(problem: dict, spec: dict[str, Any] | None = None) -> str:
-    """The kernel-format system prompt: no example kernel where <formulas> gives the whole loop,
-    else the element-wise example (a small model copies the example whatever the prompt says)."""
-    from pragma.knowledge import formulas
-
-    given = formulas.loop_bodied(problem.get("source") or "", spec)
+    """The kernel-format system prompt: no example kernel where <formulas> gives the whole body
+    (a loop over rows or channels, or over every element of one element-wise operator), else the
+    element-wise example (a small model copies the example whatever the prompt says: shown its
+    relu_fn, the embedded model wrote its own elu_fn beside PRAGMA's)."""
+    given = formulas.gives_whole_body(problem.get("source") or "", spec)
     return prompts.CODER_SYSTEM_KERNEL_GIVEN if given else prompts.CODER_SYSTEM_KERNEL
 
 
@@ -236,7 +233,10 @@ def coder(state: PragmaState, runtime: Runtime[Context]) -> dict:
     origin, human = _human(state, ctx, fmt, spec, attempt)
     if variant := state.get("variant"):
         human += f"\n<variant>\n{variant}\n</variant>\n"
-    human += _memory_section(ctx, problem)
+    if not (fmt == "kernel" and formulas.gives_whole_body(problem.get("source") or "", spec)):
+        # Where <formulas> hands over the whole body there is nothing to borrow: shown the memory's
+        # l2_normalize kernel, the embedded model wrote batch_norm_train as l2_normalize's row loop.
+        human += _memory_section(ctx, problem)
     if fmt == "kernel":
         # Last, nearest the reply: what to compute outweighs how others were made fast (a small
         # model copies the code it read last, and the memory's kernels are other operators).

@@ -106,8 +106,10 @@ def test_the_kernel_prompt_hands_over_the_fast_form_and_the_loop_in_the_signatur
         loaded = load_problem(SUITE / f"{problem}.py")
         spec = glue.kernel_spec(loaded)
         section = coder._formulas_section(loaded, spec)
-        # Kernel format: one declaration to call (tools/glue.py adds the definitions), no helper to copy.
-        assert re.search(rf"^float {call.split('(')[0]}\(float v[^;]*\);", section, re.M), problem
+        # Kernel format: PRAGMA's header to include and the form to call (tools/glue.py puts the
+        # definitions in the include's place), no helper to copy and no declaration to implement.
+        assert re.search(rf'^#include "pragma_fast.h"  // {call.split("(")[0]}\(v[,)]', section, re.M), problem
+        assert not re.search(r"^float \w+\(", section, re.M), problem
         assert "static inline" not in section and "pragma_select" not in section, problem
         assert "using namespace std; return (float)(" not in section  # the scalar form is gone
         assert f"for (int64_t i = 0; i < n; ++i) out0[i] = {call};" in section, problem
@@ -386,6 +388,10 @@ def test_a_kernel_gets_the_definitions_of_the_forms_it_calls_and_nothing_else():
     assert written.count("\n") == GELU_CALLER.count("\n")
     # The prompts show what the model wrote, not PRAGMA's prelude.
     assert glue.kernel_of(glue.module_source(_SPEC, full)) == written
+    # PRAGMA's include names no file: its line is blanked whether or not a form is called.
+    included = '#include "pragma_fast.h"  // gelu_fn(v): gelu(x) for one value\n'
+    assert glue.without_fast_forms(glue.with_fast_forms(included + GELU_CALLER)).startswith("\n#include <cstdint>")
+    assert glue.with_fast_forms(included + INTRINSICS_KERNEL) == "\n" + INTRINSICS_KERNEL
     # A kernel that writes its own form, or calls none, is left as it is.
     own = GELU_CALLER.replace("float gelu_fn(float v);", "static inline float gelu_fn(float v) { return v; }")
     assert glue.with_fast_forms(own) == own

@@ -163,18 +163,23 @@ def test_every_elementwise_formula_compiled_with_gpp_matches_torch(tmp_path):
         torch.testing.assert_close(out, reference(inp), atol=1e-5, rtol=1e-5, msg=lambda m, n=name: f"{n}: {m}")
 
 
-def test_loop_bodied_operators_get_no_example_kernel_and_element_wise_ones_the_element_example():
+def test_operators_whose_whole_body_is_given_get_no_example_kernel_and_the_others_the_element_example():
     for problem in ("layer_norm", "log_softmax", "l2_normalize", "rms_norm", "group_norm", "batch_norm_train"):
         source = (SUITE / f"{problem}.py").read_text()
-        assert formulas.loop_bodied(source), problem
+        assert formulas.loop_bodied(source) and formulas.gives_whole_body(source), problem
         assert coder._kernel_system({"source": source}) == prompts.CODER_SYSTEM_KERNEL_GIVEN
+    # One element-wise operator alone: its loop is given too (shown the example's relu_fn, the embedded
+    # model wrote its own elu_fn beside PRAGMA's, wrong).
     for problem in ("elu", "sigmoid", "gelu_erf"):
         source = (SUITE / f"{problem}.py").read_text()
-        assert not formulas.loop_bodied(source), problem
-        assert coder._kernel_system({"source": source}) == prompts.CODER_SYSTEM_KERNEL
+        assert not formulas.loop_bodied(source) and formulas.gives_whole_body(source), problem
+        assert coder._kernel_system({"source": source}) == prompts.CODER_SYSTEM_KERNEL_GIVEN
+    composed = "return torch.tanh(F.gelu(x))"  # two operators: the composition is the model's
+    assert not formulas.gives_whole_body(composed)
+    assert coder._kernel_system({"source": composed}) == prompts.CODER_SYSTEM_KERNEL
     # The skeleton names where the body comes from and holds no loop a model could copy instead.
     given = prompts.CODER_SYSTEM_KERNEL_GIVEN
-    assert "/* the <formulas> block */" in given and "for (int64_t" not in given
+    assert "/* the <formulas> body */" in given and "for (int64_t" not in given
     assert given.endswith(prompts.CODER_SYSTEM_KERNEL[-300:])  # the same rules
 
 

@@ -469,6 +469,8 @@ def with_fast_forms(cpp: str) -> str:
     declarations of those functions are blanked (a repeated default argument would not compile)."""
     from pragma.knowledge import fast_forms
 
+    # The prompt's `#include "pragma_fast.h"` names no file: blanked (the line stays, for line numbers).
+    cpp = re.sub(r'^[ \t]*#[ \t]*include[ \t]*["<]pragma_fast\.h[">][^\n]*$', "", cpp, flags=re.M)
     prelude = fast_forms.prelude_for(cpp)
     if not prelude:
         return cpp
