@@ -108,6 +108,23 @@ def test_coder_prompt_shows_similar_verified_kernels_but_not_the_answer(monkeypa
     assert "<verified_kernels" not in seen[1]
 
 
+@pytest.mark.integration  # load_problem probes the problem in a subprocess
+def test_a_kernel_prompt_that_hands_over_the_whole_body_shows_no_memory_kernels(monkeypatch):
+    # Shown the memory's l2_normalize kernel, the embedded model wrote batch_norm_train as that row
+    # loop instead of pasting the body <formulas> gave (probe emb1128p2): nothing is to be borrowed there.
+    from pragma.nodes import coder
+
+    seen = _spy(monkeypatch, {"coder": {"1": "```cpp\n// none\n```", "2": "```python\n# none\n```"}})
+    kernels.add(
+        source=(SUITE / "l2_normalize.py").read_text(), name="l2_of_a_run", code="// l2", fmt="kernel", speedup=1.3
+    )
+    state = {"problem": load_problem(SUITE / "log_softmax.py"), "iteration": 0}
+    coder.coder(state, SimpleNamespace(context=resolve_context(coder_model="scripted:x", candidate_format="kernel")))
+    assert "<formulas" in seen[0] and "<verified_kernels" not in seen[0]
+    coder.coder(state, SimpleNamespace(context=resolve_context(coder_model="scripted:x", candidate_format="module")))
+    assert 'name="l2_of_a_run"' in seen[1]  # a module-format prompt (no body given) still shows it
+
+
 def test_an_accepted_best_grows_the_memory_unless_opted_out():
     from pragma.nodes.profiler import _remember
 
