@@ -388,10 +388,13 @@ def test_a_kernel_gets_the_definitions_of_the_forms_it_calls_and_nothing_else():
     assert written.count("\n") == GELU_CALLER.count("\n")
     # The prompts show what the model wrote, not PRAGMA's prelude.
     assert glue.kernel_of(glue.module_source(_SPEC, full)) == written
-    # PRAGMA's include names no file: its line is blanked whether or not a form is called.
-    included = '#include "pragma_fast.h"  // gelu_fn(v): gelu(x) for one value\n'
-    assert glue.without_fast_forms(glue.with_fast_forms(included + GELU_CALLER)).startswith("\n#include <cstdint>")
-    assert glue.with_fast_forms(included + INTRINSICS_KERNEL) == "\n" + INTRINSICS_KERNEL
+    # PRAGMA's include names no file: a comment in its line whether or not a form is called, and the
+    # include again where the model is shown its kernel.
+    included = '#include "pragma_fast.h"\n'
+    assert glue.without_fast_forms(glue.with_fast_forms(included + GELU_CALLER)).startswith(
+        included + "#include <cstdint>"
+    )
+    assert glue.with_fast_forms(included + INTRINSICS_KERNEL) == glue.FAST_INCLUDE_DONE + "\n" + INTRINSICS_KERNEL
     # A kernel that writes its own form, or calls none, is left as it is.
     own = GELU_CALLER.replace("float gelu_fn(float v);", "static inline float gelu_fn(float v) { return v; }")
     assert glue.with_fast_forms(own) == own

@@ -460,6 +460,8 @@ def with_closed_braces(cpp: str) -> str:
 # these lines; ``#line 1`` after them keeps the compiler's line numbers those of the model's code.
 PRELUDE_BEGIN = "// --- PRAGMA's fast forms, added before the kernel that calls them (knowledge/fast_forms.py) ---"
 PRELUDE_END = "// --- end of PRAGMA's fast forms ---"
+_FAST_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*["<]pragma_fast\.h[">][^\n]*$', re.M)
+FAST_INCLUDE_DONE = "// pragma_fast.h: PRAGMA defines the forms this kernel calls above"
 _PRELUDE = re.compile(re.escape(PRELUDE_BEGIN) + r".*?" + re.escape(PRELUDE_END) + r"\n#line 1\n", re.DOTALL)
 
 
@@ -469,8 +471,9 @@ def with_fast_forms(cpp: str) -> str:
     declarations of those functions are blanked (a repeated default argument would not compile)."""
     from pragma.knowledge import fast_forms
 
-    # The prompt's `#include "pragma_fast.h"` names no file: blanked (the line stays, for line numbers).
-    cpp = re.sub(r'^[ \t]*#[ \t]*include[ \t]*["<]pragma_fast\.h[">][^\n]*$', "", cpp, flags=re.M)
+    # The prompt's `#include "pragma_fast.h"` names no file: a comment in its line (kept, so line
+    # numbers hold; without_fast_forms turns it back into the include the model wrote).
+    cpp = _FAST_INCLUDE.sub(FAST_INCLUDE_DONE, cpp)
     prelude = fast_forms.prelude_for(cpp)
     if not prelude:
         return cpp
@@ -486,8 +489,8 @@ def with_fast_forms(cpp: str) -> str:
 
 
 def without_fast_forms(cpp: str) -> str:
-    """``cpp`` as the model wrote it: PRAGMA's prelude of fast forms removed."""
-    return _PRELUDE.sub("", cpp, count=1)
+    """``cpp`` as the model wrote it: PRAGMA's prelude of fast forms removed, its include back."""
+    return _PRELUDE.sub("", cpp, count=1).replace(FAST_INCLUDE_DONE, '#include "pragma_fast.h"')
 
 
 def extract_kernel(reply: str, entry: str = ENTRY) -> str:
