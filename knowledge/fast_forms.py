@@ -347,8 +347,8 @@ def call_arguments(name: str, source: str) -> tuple[str, list[str]] | None:
 # Provided forms (kernel format). Why: told to paste the block above its kernel, the embedded model
 # copied ~40 lines of helpers for gelu_erf and lost a parenthesis in each rational (4 compile errors,
 # 217 s for 951 output tokens at ~5 tokens/s), while the loop it had to write was 3 lines. In kernel
-# format the prompt shows one declaration per operator and tools/glue.py puts the definitions of
-# every form a kernel calls without defining before its code (``prelude_for``).
+# format the prompt names the forms on an include line (HEADER) and tools/glue.py puts the
+# definitions of every form a kernel calls without defining before its code (``prelude_for``).
 _FUNCTION = re.compile(r"static inline float (\w+)\(")
 # The row bodies' lambdas (knowledge/reductions.py), provided as functions of the same names: the
 # embedded model pasted log_softmax's body without its exp_neg lambda and called exp_neg (undeclared).
@@ -388,8 +388,8 @@ PROVIDED: dict[str, tuple[str, str]] = {
     **{operators.cpp_name(op): ("form", op) for op in FAST},
     **{fn: ("variant", op) for op, (fn, *_) in VARIANTS.items()},
 }
-# Comments, string and character literals: a name there is not a call.
-_NOT_CODE = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
+# Comments, string and character literals: a name (or a brace) there is not code.
+NOT_CODE = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
 
 
 def _defines(code: str, name: str) -> bool:
@@ -407,7 +407,7 @@ def prelude_for(cpp: str) -> str:
     helpers those call, each after what it calls), or '' when it calls none. A helper the kernel
     defines itself is declared here instead, so the forms before it compile and its own definition
     is the one used."""
-    code = _NOT_CODE.sub("", cpp)
+    code = NOT_CODE.sub("", cpp)
     called = [n for n in PROVIDED if re.search(rf"\b{n}\s*\(", code) and not _defines(code, n)]
     if not called:
         return ""

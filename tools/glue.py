@@ -35,6 +35,8 @@ import ast
 import re
 from typing import Any
 
+from pragma.knowledge import fast_forms
+
 ENTRY = "pragma_kernel"
 GLUE_MARKER = "# PRAGMA kernel-only candidate"
 
@@ -443,7 +445,7 @@ def with_standard_headers(cpp: str) -> str:
 
 
 # Comments, string and character literals: their braces are not the code's.
-_NOT_CODE = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
+_NOT_CODE = fast_forms.NOT_CODE
 
 
 def with_closed_braces(cpp: str) -> str:
@@ -469,8 +471,6 @@ def with_fast_forms(cpp: str) -> str:
     """``cpp`` after the definitions of the fast forms it calls without defining (the kernel-format
     prompt declares them: the embedded model garbled the helpers it was asked to copy). Its own
     declarations of those functions are blanked (a repeated default argument would not compile)."""
-    from pragma.knowledge import fast_forms
-
     # The prompt's `#include "pragma_fast.h"` names no file: a comment in its line (kept, so line
     # numbers hold; without_fast_forms turns it back into the include the model wrote).
     cpp = _FAST_INCLUDE.sub(FAST_INCLUDE_DONE, cpp)
