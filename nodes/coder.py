@@ -233,13 +233,17 @@ def coder(state: PragmaState, runtime: Runtime[Context]) -> dict:
     origin, human = _human(state, ctx, fmt, spec, attempt)
     if variant := state.get("variant"):
         human += f"\n<variant>\n{variant}\n</variant>\n"
-    if not (fmt == "kernel" and formulas.gives_whole_body(problem.get("source") or "", spec)):
+    given = fmt == "kernel" and formulas.gives_whole_body(problem.get("source") or "", spec)
+    if not given:
         # Where <formulas> hands over the whole body there is nothing to borrow: shown the memory's
         # l2_normalize kernel, the embedded model wrote batch_norm_train as l2_normalize's row loop.
         human += _memory_section(ctx, problem)
-    if fmt == "kernel":
+    if fmt == "kernel" and not (given and origin == "refine"):
         # Last, nearest the reply: what to compute outweighs how others were made fast (a small
-        # model copies the code it read last, and the memory's kernels are other operators).
+        # model copies the code it read last, and the memory's kernels are other operators). Not
+        # when refining a given body: the best kernel holds it, and shown it last the embedded
+        # model replied with that plain loop three times instead of the streaming file the
+        # guidance gave (make demo, ReLU).
         human += _formulas_section(problem, spec)
     # The backend decides the kernel language (C++ on cpu, Triton on gpu); the templates are shared.
     system = _kernel_system(problem, spec) if fmt == "kernel" else backend_for(ctx).coder_system

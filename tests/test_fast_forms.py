@@ -464,3 +464,42 @@ def test_the_coder_node_adds_the_forms_a_kernel_reply_calls_and_the_verifier_acc
         loaded["path"], cand["code"], resolve_context(timed_calls=3, warmup_calls=1, warmup_s=0.05)
     )
     assert result["status"] == "ok", result["message"]
+
+
+@pytest.mark.integration  # load_problem probes the problem in a subprocess
+def test_a_refine_prompt_for_a_given_body_ends_with_the_guidance_not_the_plain_loop(monkeypatch):
+    # make demo (ReLU): with the given loop last in every prompt, the embedded model answered the
+    # guidance's streaming-store file with that plain loop three times (1.03-1.05x, best 1.04x).
+    from types import SimpleNamespace
+
+    import scripted
+
+    from pragma.graph.context import resolve_context
+    from pragma.nodes import llm
+    from pragma.tools.problem import load_problem
+
+    seen: list[str] = []
+    real = scripted.ScriptedChatModel._generate
+
+    def spy(self, messages, *args, **kwargs):
+        seen.append("\n".join(str(m.content) for m in messages))
+        return real(self, messages, *args, **kwargs)
+
+    monkeypatch.setattr(llm, "load_chat_model", scripted.loader_for({"coder": {"1": "x", "2": "x"}}))
+    monkeypatch.setattr(scripted.ScriptedChatModel, "_generate", spy)
+    runtime = SimpleNamespace(context=resolve_context(coder_model="scripted:x", candidate_format="kernel"))
+    loaded = load_problem(SUITE / "gelu_erf.py")
+    coder.coder({"problem": loaded, "iteration": 0}, runtime)
+    assert "<formulas note=" in seen[0] and "pragma_kernel's whole body" in seen[0]
+    best = glue.module_source(
+        glue.kernel_spec(loaded), glue.with_fast_forms('#include "pragma_fast.h"\n' + GELU_CALLER)
+    )
+    state = {
+        "problem": loaded,
+        "iteration": 1,
+        "best": {"code": best, "speedup": 1.4, "runtime_ms": 2.0, "iteration": 1},
+        "guidance": {"text": "Next steps:\n1. write the output with streaming stores: STREAMING_FILE"},
+    }
+    coder.coder(state, runtime)
+    assert "STREAMING_FILE" in seen[1] and "<formulas note=" not in seen[1]
+    assert '#include "pragma_fast.h"' in seen[1]  # the best kernel still names where its forms come from
