@@ -358,7 +358,8 @@ def render(source: str, names: LoopNames = DEFAULT_NAMES, spec: dict | None = No
         from pragma.knowledge import fast_forms
 
         alone = not extra and not any(name in ROW_BODIES or name in CHANNEL_BODIES for name, _ in found)
-        # With a kernel spec (kernel format) the forms are declared and tools/glue.py defines them.
+        # With a kernel spec (kernel format) the forms are named on PRAGMA's include line and
+        # tools/glue.py defines the ones a kernel calls.
         parts.append(
             fast_forms.prompt_part(
                 elementwise, source, names["x"], names["ndim"], names["out"], alone, provided=spec is not None
