@@ -469,7 +469,7 @@ def prompt_part(
     fast forms as one pasteable block (the correct-first function where no fast form exists), and,
     with ``body`` and one operator whose call's arguments are certain, pragma_kernel's whole body in
     the signature's names (input ``x`` with ``ndim`` dims, output ``out``). With ``provided`` (kernel
-    format) the fast forms are declarations to call, their definitions added by tools/glue.py."""
+    format) the fast forms are named on PRAGMA's include line, to call; tools/glue.py defines them."""
     fast = [n for n in found if n in FAST]
     scalar = [operators.cpp_function(n) for n in found if n not in FAST]
     first = found[0]
