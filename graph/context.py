@@ -134,8 +134,8 @@ class Context:
     tune_budget_s: float = _knob(
         60.0,
         "Seconds the tuner (nodes/tune.py, no LLM) may spend sweeping one verified candidate's tunables "
-        "('constexpr int TILE = 64; // tune: 16 32 64 128') and build knobs (vector width, unrolling); "
-        "the winner's gate verification comes on top. 0: no tuner.",
+        "('constexpr int TILE = 64; // tune: 16 32 64 128') and build knobs (vector width, unrolling), "
+        "the winner's gate verification included. 0: no tuner.",
     )
     compile_timeout_s: float = _knob(180.0, "Wall-clock limit for building a candidate, seconds.")
     run_timeout_s: float = _knob(120.0, "Wall-clock limit for checking and timing a candidate, seconds.")

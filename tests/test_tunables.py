@@ -113,6 +113,21 @@ def test_build_knobs_try_every_value():
     assert tune.next_value(s) == "512"
 
 
+def test_the_budget_keeps_room_for_the_winners_gate():
+    # The gate is one verification at the run's settings, as long as the candidate's less its
+    # compiles; a variant is timed only when it and the gate both fit what is left.
+    verified = {"status": "ok", "speedup": 1.0, "wall_s": 30.0, "phases_s": {"build": 8.0, "check": 10.0}}
+    assert tune.gate_reserve_s(verified) == 22.0
+    s = {"trials": [{"wall_s": 10.0}], "spent_s": 30.0, "budget_s": 60.0, "gate_reserve_s": 22.0}
+    assert not tune._time_left(s)  # 30 + 10 + 22 > 60: without the reserve this variant ran, then the gate
+    assert tune._time_left({**s, "gate_reserve_s": 15.0})
+    assert tune._time_left({k: v for k, v in s.items() if k != "gate_reserve_s"})  # a sweep checkpointed before
+    # Where not even the gate fits, nothing is built or timed: the sweep goes to its (skipped) gate.
+    candidate = {"iteration": 1, "code": MODULE}
+    assert tune.new_sweep(candidate, verified, Context(tune_budget_s=60))["phase"] == "build"
+    assert tune.new_sweep(candidate, verified, Context(tune_budget_s=20))["phase"] == "gate"
+
+
 def _runtime(**kw):
     return SimpleNamespace(context=Context(**kw))
 
