@@ -189,6 +189,10 @@ class _Progress:
         )
         self.overall = self.bars.add_task("jobs", total=total, completed=done)
         self.tasks: dict[tuple[str, str], int] = {}
+        # Where the console is no terminal (a log file, nohup, CI) the bars do not draw: each new
+        # attempt gets a line instead, so a 20-minute job is not silent. Attempts seen per job.
+        self.lines = not console.is_terminal
+        self.seen: dict[tuple[str, str], int] = {}
 
     def __enter__(self) -> _Progress:
         self.bars.start()
@@ -197,9 +201,11 @@ class _Progress:
     def __exit__(self, *exc: Any) -> None:
         self.bars.stop()
 
-    def started(self, key: tuple[str, str]) -> None:
+    def started(self, key: tuple[str, str], db: ResultsDB, run_id: str) -> None:
         total = 1 if key[1] == TORCH_COMPILE else self.max_iterations
         self.tasks[key] = self.bars.add_task(f"{key[0]} [{key[1]}]", total=total)
+        if self.lines:  # a resumed job's earlier attempts were printed by the run that made them
+            self.seen[key] = len(_attempts(db, run_id, key))
 
     def update(self, db: ResultsDB, run_id: str) -> None:
         if self.tasks:
@@ -212,12 +218,24 @@ class _Progress:
                 (run_id,),
             )
             for r in rows:
-                if (task := self.tasks.get((r["problem"], r["mode"]))) is not None:
+                key = (r["problem"], r["mode"])
+                if (task := self.tasks.get(key)) is not None:
                     best = f"best {r['best']:.2f}x" if r["best"] else "no correct kernel yet"
                     self.bars.update(task, completed=r["n"], description=f"{r['problem']} [{r['mode']}] {best}")
+                    if r["n"] > self.seen.get(key, r["n"]):
+                        self._print_new(key, db, run_id)
         self.bars.refresh()
 
+    def _print_new(self, key: tuple[str, str], db: ResultsDB, run_id: str) -> None:
+        if self.lines and key in self.seen:
+            new = _attempts(db, run_id, key)[self.seen[key] :]
+            for a in new:
+                self.console.print(_attempt_line(key, a), soft_wrap=True)
+            self.seen[key] += len(new)
+
     def finished(self, key: tuple[str, str], status: str, db: ResultsDB, run_id: str) -> None:
+        self._print_new(key, db, run_id)  # attempts made since the last poll
+        self.seen.pop(key, None)
         if (task := self.tasks.pop(key, None)) is not None:
             self.bars.remove_task(task)
         self.bars.advance(self.overall)
@@ -230,6 +248,22 @@ class _Progress:
         if status not in ("finished",):
             what += f" ({status}: {row['message'] or ''})"
         self.console.print(f"{key[0]} [{key[1]}]: {what} after {row['iterations'] or 0} attempt(s)")
+
+
+def _attempts(db: ResultsDB, run_id: str, key: tuple[str, str]) -> list[dict[str, Any]]:
+    return db.query(
+        "SELECT iteration, origin, status, accepted, speedup FROM eval_attempts WHERE run_id=? AND problem=? "
+        "AND mode=? ORDER BY iteration",
+        (run_id, *key),
+    )
+
+
+def _attempt_line(key: tuple[str, str], a: dict[str, Any]) -> str:
+    """One attempt as a log line: '<problem> [<mode>] attempt 3 (refine): ok 1.234x, the new best'."""
+    what = f"ok {a['speedup']:.3f}x" if a["status"] == "ok" else a["status"]
+    return f"{key[0]} [{key[1]}] attempt {a['iteration']} ({a['origin']}): {what}" + (
+        ", the new best" if a["accepted"] else ""
+    )
 
 
 def execute(
@@ -317,7 +351,7 @@ def _run_local(
             while pending and len(running) < max(1, workers):
                 spec = pending.popleft()
                 running[spec.key] = supervise.start(spec, prior.get(spec.key, 0.0))
-                progress.started(spec.key)
+                progress.started(spec.key, db, spec.run_id)
             for key, job in list(running.items()):
                 if job.exit_code() is not None:
                     job.reap()

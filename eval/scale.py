@@ -83,7 +83,7 @@ def run_on_ray(
             options = task_resources(spec.context)
             remote = ray.remote(_task).options(max_retries=0, **options)
             pending[remote.remote(spec.to_json(), budget_s, prior.get(spec.key, 0.0))] = spec
-            progress.started(spec.key)
+            progress.started(spec.key, db, spec.run_id)
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
             for ref in done:

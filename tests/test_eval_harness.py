@@ -120,6 +120,17 @@ def test_every_problem_and_mode_finishes_with_every_attempt_recorded(slice_run):
     assert all(r["ref_ms"] and r["ref_ms"] > 0 for r in problems)
 
 
+def test_a_log_gets_one_line_per_attempt(slice_run):
+    # The console here is no terminal (as under nohup or in CI), so the bars do not draw: every
+    # attempt of every job is printed once, as it is recorded, with its status.
+    out = slice_run["output"]
+    for a in rows(slice_run, "attempts"):
+        what = f"ok {a['speedup']:.3f}x" if a["status"] == "ok" else a["status"]
+        line = f"{a['problem']} [{a['mode']}] attempt {a['iteration']} ({a['origin']}): {what}"
+        assert out.count(line) == 1, (line, out)
+    assert "matvec [pragma] attempt 1 (initial): compile_error\n" in out
+
+
 def test_each_mode_runs_its_own_agents(slice_run):
     states, calls = slice_run["states"], slice_run["calls"]
     for problem in SLICE:
