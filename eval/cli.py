@@ -11,6 +11,7 @@ from pathlib import Path
 import typer
 
 from pragma.graph.clikit import SETTINGS_HELP, UserError, console, context, out
+from pragma.graph.clikit import settings as set_pairs
 
 eval_app = typer.Typer(
     add_completion=False,
@@ -93,8 +94,15 @@ def run(
         else:
             if suite_dir is None:
                 raise UserError("give a SUITE_DIR, or --resume RUN")
+            # Compared modes and runs must not hand each other kernels through the kernel memory:
+            # the shipped kernels only, nothing added, unless --set kernel_memory_shared=true.
+            shared = set_pairs(setting).get("kernel_memory_shared", False)
             ctx = context(
-                setting, max_iterations=max_iterations, coder_model=coder_model, conductor_model=conductor_model
+                setting,
+                max_iterations=max_iterations,
+                coder_model=coder_model,
+                conductor_model=conductor_model,
+                kernel_memory_shared=shared,
             )
             if ctx.max_iterations < 1:
                 raise UserError("--max-iterations must be at least 1")

@@ -96,6 +96,14 @@ class Context:
         "Use and grow the memory of verified kernels (knowledge/kernels.py): the Coder's prompt shows the "
         "most similar verified kernels, and every run's accepted best is added. False: neither.",
     )
+    # Why a switch apart from kernel_memory: runs compared with each other (pragma eval's modes,
+    # its reruns) must not hand each other kernels through the store; the shipped ones are fair.
+    kernel_memory_shared: bool = _knob(
+        True,
+        "With kernel_memory: show kernels that earlier runs added and add this run's best. False: only the "
+        "shipped kernels are shown and nothing is added (pragma eval's default, so that compared runs and "
+        "modes cannot hand each other kernels).",
+    )
     kernel_memory_tokens: int = _knob(
         900, "Cap on the verified-kernels section of the Coder's prompt, approximate tokens; 0 leaves it out."
     )

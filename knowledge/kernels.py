@@ -182,14 +182,17 @@ def ensure() -> Any:
 
 
 @_serialized
-def query(source: str, k: int = 2, fmt: str | None = None, category: str | None = None) -> list[dict[str, Any]]:
+def query(
+    source: str, k: int = 2, fmt: str | None = None, category: str | None = None, shipped_only: bool = False
+) -> list[dict[str, Any]]:
     """The ``k`` verified kernels whose problems read most like ``source`` (best first), only of
-    ``category`` when it is given."""
+    ``category`` when it is given, only the shipped seeds with ``shipped_only``."""
     col = ensure()
     if col.count() == 0:
         return []
     conditions: list[dict[str, Any]] = [{"format": fmt}] if fmt else []
     conditions += [{"category": category}] if category else []
+    conditions += [{"origin": "seed"}] if shipped_only else []
     where = {"$and": conditions} if len(conditions) > 1 else (conditions[0] if conditions else None)
     res = col.query(
         query_texts=[problem_text(source)],

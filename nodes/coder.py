@@ -204,7 +204,13 @@ def _memory_section(ctx: Context, problem: dict) -> str:
         # kernel is no technique for this one, and the embedded model copied it as the answer
         # (batch_norm_train, shown the memory's ReLU, wrote a ReLU).
         category = kernels.category_of(problem["source"]) or None
-        found = [r for r in kernels.query(problem["source"], k=4, category=category) if r["id"] not in own]
+        found = [
+            r
+            for r in kernels.query(
+                problem["source"], k=4, category=category, shipped_only=not ctx.kernel_memory_shared
+            )
+            if r["id"] not in own
+        ]
         text = kernels.render(found, ctx.kernel_memory_tokens)
     except Exception as exc:  # the memory is a help, never a reason to stop a run
         log.warning("kernel memory unavailable: %s", " ".join(str(exc).split())[:200])

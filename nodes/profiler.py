@@ -18,8 +18,9 @@ log = logging.getLogger("pragma.profiler")
 
 def _remember(state: PragmaState, ctx: Context, candidate: dict, result: dict, profile: dict) -> None:
     """Add an accepted best to the memory of verified kernels (knowledge/kernels.py), unless
-    ``kernel_memory`` is off. A failure is logged: the memory never stops a run."""
-    if not ctx.kernel_memory:
+    ``kernel_memory`` is off or not ``kernel_memory_shared``. A failure is logged: the memory never
+    stops a run."""
+    if not ctx.kernel_memory or not ctx.kernel_memory_shared:
         return
     try:
         from pragma.knowledge import kernels

@@ -178,3 +178,19 @@ def test_eval_check_prints_each_problem_and_fails_only_on_an_undecidable_or_brok
     assert code == 1 and "cannot load: TypeError" in out and "1 failed to load" in out, out
     code, _, err = pragma(monkeypatch, capsys, "eval", "check", str(tmp_path / "nowhere"))
     assert code == 2 and "suite directory not found" in err
+
+
+def test_an_eval_run_keeps_its_jobs_from_sharing_the_kernel_memory(monkeypatch, capsys):
+    # Compared modes and reruns must not hand each other kernels through the memory (the profiler
+    # of one job adds its best, the Coder of another shows it): unshared unless asked for.
+    from pragma.eval import harness
+
+    monkeypatch.setenv("PRAGMA_LLM_API_KEY", "unused")
+    monkeypatch.setattr(harness, "execute", lambda *a, **k: {})  # the run is registered, not executed
+    db = ResultsDB(store.default_results_url())
+    for run_id, extra in (("mem-default", []), ("mem-shared", ["--set", "kernel_memory_shared=true"])):
+        args = ["eval", "run", str(EXAMPLES), "--coder-model", "openai:m", "--problems", "relu", "--run-id", run_id]
+        code, out, err = pragma(monkeypatch, capsys, *args, *extra)
+        assert code == 0, err
+        shared = json.loads(db.run(run_id)["context_json"])["kernel_memory_shared"]
+        assert shared is (run_id == "mem-shared")

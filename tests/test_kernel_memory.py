@@ -108,6 +108,29 @@ def test_coder_prompt_shows_similar_verified_kernels_but_not_the_answer(monkeypa
     assert "<verified_kernels" not in seen[1]
 
 
+def test_unshared_memory_shows_only_shipped_kernels_and_adds_none(monkeypatch):
+    # pragma eval's default: compared modes and runs cannot hand each other kernels through the store.
+    from pragma.nodes import coder
+    from pragma.nodes.profiler import _remember
+
+    seen = _spy(monkeypatch, {"coder": {"1": "```cpp\n// none\n```"}})
+    kernels.add(
+        source=(EXAMPLES / "softmax.py").read_text(), name="softmax_of_a_run", code="// run", fmt="module", speedup=2.0
+    )
+    source = (SUITE / "log_softmax.py").read_text()
+    state = {"problem": {"name": "log_softmax", "source": source, "inputs": []}, "iteration": 0}
+    coder.coder(state, SimpleNamespace(context=resolve_context(coder_model="scripted:x")))
+    assert "softmax_of_a_run" in seen[0]
+    # (the shipped softmax kernel is longer than the default section's budget)
+    ctx = resolve_context(coder_model="scripted:x", kernel_memory_shared=False, kernel_memory_tokens=5000)
+    coder.coder(state, SimpleNamespace(context=ctx))
+    section = seen[1][seen[1].index("<verified_kernels") :]
+    assert 'name="softmax" category="normalization"' in section and "softmax_of_a_run" not in section
+    candidate = {"iteration": 2, "code": "module", "kernel": "// logsm", "format": "kernel"}
+    _remember(state, resolve_context(kernel_memory_shared=False), candidate, {"speedup": 1.5}, {})
+    assert "log_softmax" not in {r["name"] for r in kernels.listing()}
+
+
 @pytest.mark.integration  # load_problem probes the problem in a subprocess
 def test_a_kernel_prompt_that_hands_over_the_whole_body_shows_no_memory_kernels(monkeypatch):
     # Shown the memory's l2_normalize kernel, the embedded model wrote batch_norm_train as that row
