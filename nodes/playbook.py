@@ -81,6 +81,18 @@ CPU_PLANS: dict[str, list[str]] = {
     ],
 }
 
+# Steps that only pay with more than one thread: dropped where the run gives the kernel one
+# (num_threads=1, the suite's default). Told "parallelize the outer loop with #pragma omp parallel
+# for" on a one-thread batch norm, the embedded model added collapse(2) over a loop whose body
+# starts with a declaration: three compile errors in a row in both modes (emb1128b).
+MULTI_THREAD_STEPS = frozenset(
+    {
+        CPU_PLANS["dram-bound"][3],
+        CPU_PLANS["latency/overhead-bound"][2],
+        CPU_PLANS[GENERIC][1],
+    }
+)
+
 GPU_PLANS: dict[str, list[str]] = {
     "memory-bound": [
         "one kernel, one pass: fuse all elementwise work and load each input once",
@@ -249,18 +261,27 @@ def streaming_step(code: str, label: str) -> str:
     )
 
 
-def plan_for(label: str, backend: str) -> list[str]:
-    """The fixed steps for a bottleneck label (the generic plan for labels without one)."""
+def plan_for(label: str, backend: str, num_threads: int = 0) -> list[str]:
+    """The fixed steps for a bottleneck label (the generic plan for labels without one), without the
+    steps that need more threads where ``num_threads`` is 1 (0: not known)."""
     plans = GPU_PLANS if backend == "gpu" else CPU_PLANS
-    return plans.get(label) or plans[GENERIC]
+    steps = plans.get(label) or plans[GENERIC]
+    return [s for s in steps if s not in MULTI_THREAD_STEPS] if num_threads == 1 else steps
 
 
 def guidance_from_profile(
-    profile: dict[str, Any], best: dict[str, Any], speedup: float, backend: str, no_profile: bool, code: str = ""
+    profile: dict[str, Any],
+    best: dict[str, Any],
+    speedup: float,
+    backend: str,
+    no_profile: bool,
+    code: str = "",
+    num_threads: int = 0,
 ) -> dict[str, Any]:
     """The Conductor's guidance dict (same keys as the model's), built from the profile alone.
 
     ``no_profile`` (N-PRAGMA): the Conductor may not read a profile, so the plan is the generic one.
+    ``num_threads``: the kernel's thread budget (1: no step that needs more threads).
     """
     label = "unknown" if no_profile else str(profile.get("bottleneck") or "unknown")
     if label not in VOCABULARY:
@@ -274,7 +295,7 @@ def guidance_from_profile(
         diagnosis += f"; {roof}"
     if best.get("speedup"):
         diagnosis += f"; the best so far is attempt {best.get('iteration', 0)} at {float(best['speedup']):.2f}x"
-    steps = plan_for(label, backend)
+    steps = plan_for(label, backend, num_threads)
     if backend == "cpu" and (step := libm_step(code)):
         steps = [step, *steps]  # a code fact, whatever the label: it decides the speed of such loops
     elif backend == "cpu" and not no_profile and (step := streaming_step(code, label)):

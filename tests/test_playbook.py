@@ -52,6 +52,18 @@ def test_no_profile_mode_sees_no_profile_evidence():
     assert playbook.CPU_PLANS["unknown"][0] in g["text"]
 
 
+@pytest.mark.parametrize("label", VOCABULARY)
+def test_one_thread_gets_no_step_that_needs_more(label):
+    # Told to parallelize a one-thread batch norm, the embedded model added collapse(2) and failed to
+    # compile three times in a row (emb1128b): a step that cannot pay at num_threads=1 is not given.
+    one, two = playbook.plan_for(label, "cpu", num_threads=1), playbook.plan_for(label, "cpu", num_threads=2)
+    assert one and not any("parallel for" in s or "more cores" in s for s in one)
+    assert set(one) <= set(two) and two == playbook.plan_for(label, "cpu")
+    g = playbook.guidance_from_profile({}, {}, 2.8, "cpu", no_profile=True, num_threads=1)
+    assert "parallelize the outer loop" not in g["text"] and "1. fuse all work" in g["text"]
+    assert "parallelize the outer loop" in playbook.guidance_from_profile({}, {}, 2.8, "cpu", True, num_threads=2)["text"]
+
+
 def test_a_label_outside_the_vocabulary_gets_the_generic_plan():
     g = playbook.guidance_from_profile({"bottleneck": "made-up"}, {}, 1.0, "gpu", no_profile=False)
     assert g["bottleneck"] == "unknown" and playbook.GPU_PLANS["unknown"][0] in g["text"]
