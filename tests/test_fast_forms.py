@@ -433,8 +433,11 @@ def test_kernels_calling_the_forms_compile_and_errors_keep_the_models_line_numbe
         fn(x.data_ptr(), 3, 5, out.data_ptr(), 3, 5)
         assert torch.allclose(out, want(x), atol=1e-5, rtol=1e-5), name
     broken = GELU_CALLER.replace("out0[i] = gelu_fn(x[i]);", "out0[i] = gelu_fn(x[i])")  # line 7 of the model's
-    with pytest.raises(cext.CompileError, match=r":7:\d+: error"):
+    with pytest.raises(cext.CompileError, match=r":7:\d+: error") as error:
         cext.build_cpp(glue.with_fast_forms(broken), name="broken")
+    # ... and g++ quotes that line of the model's (it quoted the prelude's 7th line before: the model
+    # and the repair hints read a comment of PRAGMA's as the line in error).
+    assert "    7 |     for (int64_t i = 0; i < n; ++i) out0[i] = gelu_fn(x[i])\n" in str(error.value)
 
 
 @pytest.mark.integration

@@ -51,6 +51,24 @@ class CompileError(RuntimeError):
     """g++ rejected the source; the message carries the compiler's diagnostics."""
 
 
+# A source may restart its line numbers where the code someone wrote begins, after lines PRAGMA put
+# before it (tools/glue.with_fast_forms). g++ then reports that code's own line numbers but quotes
+# the physical line of that number (a prelude comment instead of `y[0] = f(TILE);`), and the model
+# and the repair hints read the wrong line. So that part is also written to a file of its own, which
+# the directive names: g++ quotes from it.
+_RESTART = "\n#line 1\n"
+
+
+def _with_quoted_lines(source, src_path):
+    head, restart, tail = source.partition(_RESTART)
+    if not restart:
+        return source
+    tail_path = src_path[: -len(".cpp")] + ".kernel.cpp"
+    with open(tail_path, "w") as f:
+        f.write(tail)
+    return '%s\n#line 1 "%s"\n%s' % (head, tail_path, tail)
+
+
 def build_cpp(source, extra_flags=(), name="kernel"):
     """Compile ``source`` to a shared object (cached) and return the path of the ``.so``."""
     flags = tuple(DEFAULT_FLAGS) + tuple(extra_flags)
@@ -60,7 +78,7 @@ def build_cpp(source, extra_flags=(), name="kernel"):
     src_path = os.path.join(root, "%s_%s.cpp" % (name, key))
     if not os.path.exists(so_path):
         with open(src_path, "w") as f:
-            f.write(source)
+            f.write(_with_quoted_lines(source, src_path))
         fd, tmp_so = tempfile.mkstemp(suffix=".so", dir=root)
         os.close(fd)
         proc = subprocess.run([COMPILER, *flags, src_path, "-o", tmp_so], capture_output=True, text=True)
