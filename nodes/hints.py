@@ -184,6 +184,19 @@ COMPILER_FIXES: tuple[tuple[re.Pattern[str], str], ...] = (
         "`collapse(N)` needs N `for` loops nested directly under the pragma with nothing between them: remove "
         "the `collapse(...)` clause and keep `#pragma omp parallel for` on the outer loop",
     ),
+    # The embedded model, refining a batch norm, added `reduction(* : out0)` over the output loop
+    # three times in a row (emb1128b): the generic advice said nothing about the clause.
+    (
+        re.compile(r"user defined reduction not found for [‘'`](\w+)[’'`]"),
+        "`reduction(... : {0})` names `{0}`, an array or pointer: a reduction clause takes scalar "
+        "accumulators only, and a loop that writes `{0}[i]` element by element needs none: remove that clause",
+    ),
+    # `#pragma omp parallel for simd` over a row loop with another one over its inner loop (ELU, emb1128b).
+    (
+        re.compile(r"OpenMP constructs other than [^\n]*? may not be nested inside [‘'`]simd[’'`] region"),
+        "an OpenMP pragma stands inside a loop that already carries `simd`: keep `#pragma omp parallel for` "
+        "on the outer loop alone (no `simd` there) and at most `#pragma omp simd` on the innermost loop",
+    ),
     (re.compile(r"redefinition of [‘'`]([^’'`]+)[’'`]"), "define `{0}` once: remove or rename the second definition"),
     (
         re.compile(r"invalid conversion from [‘'`]([^’'`]+)[’'`] to [‘'`]([^’'`]+)[’'`]"),
@@ -197,6 +210,13 @@ COMPILER_FIXES: tuple[tuple[re.Pattern[str], str], ...] = (
 UNDECLARED_REDUCTION = (
     "the `reduction(...)` clause names `{0}`, which is not declared: a loop that only writes outputs "
     "element by element needs no reduction clause (remove it); a real reduction declares `{0}` before the loop"
+)
+# An undeclared name in another clause of an OpenMP pragma: `private(x_i)`, `private(i)`,
+# `collapse(TILE)` (gelu_erf, emb1128b: the loop-index advice sent the model to declare them).
+UNDECLARED_IN_PRAGMA = (
+    "the `#pragma omp` line names `{0}` in a clause, and `{0}` is not declared there: remove that clause "
+    "(a loop whose iterations write separate output elements needs no `private`, `shared` or `collapse`: "
+    "`#pragma omp parallel for simd` alone)"
 )
 # An undeclared name used as a function (`inv_sqrt(v)`): the loop-index advice would be wrong.
 UNDECLARED_FUNCTION = (
@@ -240,6 +260,8 @@ def compiler_fix(error_line: str, source_line: str = "") -> str:
     m = _UNDECLARED.search(error_line) or _NOT_BEEN_DECLARED.search(error_line)
     if m and re.search(rf"reduction\s*\([^)]*\b{re.escape(m.group(1))}\b", source_line):
         return UNDECLARED_REDUCTION.format(m.group(1))
+    if m and re.match(r"#\s*pragma\s+omp\b", source_line) and re.search(rf"\b{re.escape(m.group(1))}\b", source_line):
+        return UNDECLARED_IN_PRAGMA.format(m.group(1))
     for pattern, fix in COMPILER_FIXES:
         if m := pattern.search(error_line):
             if pattern is _UNDECLARED and re.search(rf"\b{re.escape(m.group(1))}\s*\(", source_line):
