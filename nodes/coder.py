@@ -119,8 +119,10 @@ def _human(state: PragmaState, ctx: Context, fmt: str, spec: dict[str, Any] | No
         # A best written in module format stays a module; only a glue-generated best shows its C++.
         best_kernel = glue.kernel_of(best["code"]) if kernel else None
         template = prompts.CODER_REFINE_KERNEL if best_kernel else prompts.CODER_REFINE
+        given = bool(spec) and formulas.gives_whole_body(problem.get("source") or "", spec)
         human = template.format(
             **common,
+            tunables="" if given else prompts.TUNABLES_NOTE,
             best_speedup=best["speedup"],
             best_runtime_ms=best["runtime_ms"],
             best_code=best_kernel or best["code"],

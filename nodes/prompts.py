@@ -39,6 +39,10 @@ CODER_SYSTEM_KERNEL = load("coder_system_kernel")
 CODER_SYSTEM_KERNEL_GIVEN = load("coder_system_kernel_given")
 CODER_FIRST_KERNEL = load("coder_first_kernel")
 CODER_REFINE_KERNEL = load("coder_refine_kernel")
+# The refine prompt's invitation to declare tunables (nodes/tune.py), where the kernel is the model's
+# own design: not where <formulas> gave the whole body, which has no tile (shown it, the embedded
+# model put TILE into element-wise loops: `collapse(TILE)`, `x_dim0 / TILE`, 3 compile errors, emb1128b).
+TUNABLES_NOTE = load("tunables_note")
 CODER_REPAIR_KERNEL = load("coder_repair_kernel")
 # Appended to CODER_FEEDBACK (single-agent mode) in kernel format.
 KERNEL_SIGNATURE_SECTION = load("kernel_signature_section")

@@ -488,7 +488,7 @@ def test_a_refine_prompt_for_a_given_body_ends_with_the_guidance_not_the_plain_l
         seen.append("\n".join(str(m.content) for m in messages))
         return real(self, messages, *args, **kwargs)
 
-    monkeypatch.setattr(llm, "load_chat_model", scripted.loader_for({"coder": {"1": "x", "2": "x"}}))
+    monkeypatch.setattr(llm, "load_chat_model", scripted.loader_for({"coder": {"1": "x", "2": "x", "3": "x"}}))
     monkeypatch.setattr(scripted.ScriptedChatModel, "_generate", spy)
     runtime = SimpleNamespace(context=resolve_context(coder_model="scripted:x", candidate_format="kernel"))
     loaded = load_problem(SUITE / "gelu_erf.py")
@@ -506,3 +506,11 @@ def test_a_refine_prompt_for_a_given_body_ends_with_the_guidance_not_the_plain_l
     coder.coder(state, runtime)
     assert "STREAMING_FILE" in seen[1] and "<formulas note=" not in seen[1]
     assert '#include "pragma_fast.h"' in seen[1]  # the best kernel still names where its forms come from
+    # No invitation to declare a tile: the given loop has none (shown it, the embedded model put TILE
+    # into element-wise loops, three compile errors in emb1128b). A kernel of its own design gets it.
+    assert "tune:" not in seen[1]
+    conv = load_problem(SUITE / "conv1d.py")
+    spec = glue.kernel_spec(conv)
+    own = glue.module_source(spec, glue.prototype(spec) + " {}\n")
+    coder.coder({**state, "problem": conv, "best": {**state["best"], "code": own}}, runtime)
+    assert "<formulas note=" not in seen[2] and "constexpr int TILE = 64; // tune: 32 64 128" in seen[2]

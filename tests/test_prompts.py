@@ -86,4 +86,4 @@ def test_kernel_prompts_invite_tunables_only_when_refining():
     belong to the attempts that make a verified kernel faster."""
     for name in ("CODER_SYSTEM_KERNEL", "CODER_SYSTEM_KERNEL_GIVEN", "CODER_FIRST_KERNEL", "CODER_REPAIR_KERNEL"):
         assert "tune:" not in getattr(prompts, name), name
-    assert "// tune: 32 64 128" in prompts.CODER_REFINE_KERNEL
+    assert "{tunables}" in prompts.CODER_REFINE_KERNEL and "// tune: 32 64 128" in prompts.TUNABLES_NOTE
