@@ -208,9 +208,7 @@ def _memory_section(ctx: Context, problem: dict) -> str:
         category = kernels.category_of(problem["source"]) or None
         found = [
             r
-            for r in kernels.query(
-                problem["source"], k=4, category=category, shipped_only=not ctx.kernel_memory_shared
-            )
+            for r in kernels.query(problem["source"], k=4, category=category, shipped_only=not ctx.kernel_memory_shared)
             if r["id"] not in own
         ]
         text = kernels.render(found, ctx.kernel_memory_tokens)

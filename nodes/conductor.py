@@ -225,7 +225,13 @@ def conductor(state: PragmaState, runtime: Runtime[Context]) -> dict:
     if advice_mode(runtime.context) == "rules":
         code = candidate.get("kernel") or candidate.get("code") or ""
         guidance = playbook.guidance_from_profile(
-            profile, best, float(result["speedup"]), runtime.context.backend, no_profile, code, runtime.context.num_threads
+            profile,
+            best,
+            float(result["speedup"]),
+            runtime.context.backend,
+            no_profile,
+            code,
+            runtime.context.num_threads,
         )
         if to_coder:
             guidance = {**guidance, "text": f"{to_coder}\n{guidance['text']}"}

@@ -61,7 +61,9 @@ def test_one_thread_gets_no_step_that_needs_more(label):
     assert set(one) <= set(two) and two == playbook.plan_for(label, "cpu")
     g = playbook.guidance_from_profile({}, {}, 2.8, "cpu", no_profile=True, num_threads=1)
     assert "parallelize the outer loop" not in g["text"] and "1. fuse all work" in g["text"]
-    assert "parallelize the outer loop" in playbook.guidance_from_profile({}, {}, 2.8, "cpu", True, num_threads=2)["text"]
+    assert (
+        "parallelize the outer loop" in playbook.guidance_from_profile({}, {}, 2.8, "cpu", True, num_threads=2)["text"]
+    )
 
 
 def test_a_label_outside_the_vocabulary_gets_the_generic_plan():
