@@ -248,10 +248,14 @@ UNDEFINED_SYMBOL_HINT = (
 
 # tools/judging/compare.py's wording when only the first rows of an output are right.
 FIRST_ROWS_ONLY = "rows match, every later row differs"
+# The second sentence: a group norm whose outer loop bound the embedded model cut from `N * G` to `N`
+# (emb1128b) read the row-loop advice alone and kept its bound for three repairs.
 ROW_LOOP_HINT = (
     "your kernel computes the first row(s) only: the row-wise statements must run once per row, inside "
     "`for (int64_t r = 0; r < rows; ++r) { const float* row = x + r * n; float* out = out0 + r * n; ... }` "
-    "(rows: the product of every dim but the last, n: the last dim)"
+    "(rows: the product of every dim but the last, n: the last dim). Where <formulas> gives the whole body "
+    "(a group or channel norm), its outer loop already covers every output: paste that loop with its bound "
+    "unchanged (e.g. `N * G`, every sample's every group)"
 )
 
 

@@ -271,6 +271,7 @@ def test_a_kernel_that_writes_only_the_first_rows_is_told_to_loop_over_rows():
     assert "only the first 1 of 5 rows match, every later row differs" in result["message"]
     text = hints.repair_hints({"status": "mismatch", "message": f"trial 0: {result['message']}"}, "kernel")
     assert "first row(s) only" in text and "for (int64_t r = 0; r < rows; ++r)" in text
+    assert "paste that loop with its bound unchanged" in text  # a group norm's loop is over N * G, not rows
     for wrong in (ref * 2, torch.cat([ref[:2] * 2, ref[2:]]), torch.cat([ref[:2], ref[2:3] * 2, ref[3:]])):
         message = compare.compare(ref, wrong, 1e-4, 1e-4, [ref])["message"]
         assert "rows match" not in message
