@@ -97,31 +97,32 @@ def test_known_compiler_errors_get_a_specific_fix():
     assert "before its first use" not in hints.repair_hints({"status": "compile_error", "message": other})
 
 
+def _compile_hint(message: str) -> str:
+    return hints.repair_hints({"status": "compile_error", "message": f"CompileError: {message}"}, "kernel")
+
+
 def test_openmp_clause_errors_the_embedded_model_repeated_get_a_fix_that_names_the_clause():
     # What g++ 12 said to the embedded model's refinements in emb1128b (each repeated 2-3 times).
-    array = (
-        "CompileError: /b/pragma_kernel_82.cpp:39:32: error: user defined reduction not found for ‘out0’\n"
-        "   39 | #pragma omp simd reduction(* : out0)\n"
-    )
-    text = hints.repair_hints({"status": "compile_error", "message": array}, "kernel")
+    array = "/b/k.cpp:39:32: error: user defined reduction not found for ‘out0’\n   39 | #pragma omp simd reduction(* : out0)\n"
+    text = _compile_hint(array)
     assert "`reduction(... : out0)` names `out0`, an array or pointer" in text and "remove that clause" in text
     nested = (
-        "CompileError: /b/k.cpp:17:9: error: OpenMP constructs other than ‘ordered simd’, ‘simd’, ‘loop’ or "
+        "/b/k.cpp:17:9: error: OpenMP constructs other than ‘ordered simd’, ‘simd’, ‘loop’ or "
         "‘atomic’ may not be nested inside ‘simd’ region\n   17 | #pragma omp parallel for simd\n"
     )
-    text = hints.repair_hints({"status": "compile_error", "message": nested}, "kernel")
+    text = _compile_hint(nested)
     assert "keep `#pragma omp parallel for` on the outer loop alone" in text
     for name, line in (
         ("x_i", "#pragma omp parallel for simd private(x_i) schedule(static)"),
         ("i", "#pragma omp parallel for simd collapse(TILE) private(i) shared(out0)"),
     ):
-        clause = f"CompileError: /b/k.cpp:16:54: error: ‘{name}’ has not been declared\n   16 | {line}\n"
-        text = hints.repair_hints({"status": "compile_error", "message": clause}, "kernel")
+        clause = f"/b/k.cpp:16:54: error: ‘{name}’ has not been declared\n   16 | {line}\n"
+        text = _compile_hint(clause)
         assert f"names `{name}` in a clause" in text and "remove that clause" in text, text
         assert "before its first use" not in text
     # An undeclared name in the loop itself still gets the declaration advice.
-    loop = "CompileError: /b/k.cpp:16:38: error: ‘TILE’ was not declared in this scope\n   16 |   n / TILE;\n"
-    assert "declare `TILE` before its first use" in hints.repair_hints({"status": "compile_error", "message": loop})
+    loop = "/b/k.cpp:16:38: error: ‘TILE’ was not declared in this scope\n   16 |   n / TILE;\n"
+    assert "declare `TILE` before its first use" in _compile_hint(loop)
 
 
 def test_python_in_the_cpp_kernel_is_named_with_the_line_and_what_to_write_instead():
