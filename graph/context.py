@@ -145,6 +145,16 @@ class Context:
         "('constexpr int TILE = 64; // tune: 16 32 64 128') and build knobs (vector width, unrolling), "
         "the winner's gate verification included. 0: no tuner.",
     )
+    # Why a rewrite and not only guidance: told to use streaming stores (with the whole file to copy)
+    # the embedded model answered with its plain loop, or garbled the loop bound while copying
+    # (make demo's ReLU: the streaming kernel at attempt 4; group_norm in emb1128b: a mismatch).
+    tune_rewrites: Literal["auto", "on", "off"] = _knob(
+        "auto",
+        "Rewrites the tuner tries on a verified C++ kernel, as variants verified like any other: streaming "
+        "stores for an element-wise float loop (the same arithmetic, the output written with _mm256_stream_ps; "
+        "nodes/playbook.streaming_code). A kernel a rewrite applies to is swept even without tunables. "
+        "'auto': on for the embedded local model, off otherwise.",
+    )
     compile_timeout_s: float = _knob(180.0, "Wall-clock limit for building a candidate, seconds.")
     run_timeout_s: float = _knob(120.0, "Wall-clock limit for checking and timing a candidate, seconds.")
     memory_limit_bytes: int = _knob(8 * 2**30, "Address-space limit of a sandboxed candidate, bytes.")

@@ -124,7 +124,7 @@ def sweep_tables(state: dict[str, Any]) -> list[tuple[str, list[str], list[list[
     out = []
     for r in state.get("sweeps", []):
         winner = " ".join(
-            f"{k.removeprefix('build:')}={v}"
+            f"{k.split(':')[-1]}={v}"
             for k, v in r.get("winner", {}).items()
             if v != next((d["default"] for d in r.get("dims", []) if d["name"] == k), v)
         )
@@ -137,7 +137,7 @@ def sweep_tables(state: dict[str, Any]) -> list[tuple[str, list[str], list[list[
         )
         rows = [
             [
-                t["dim"].removeprefix("build:"),
+                t["dim"].split(":")[-1],
                 str(t["value"]),
                 t["status"],
                 f"{float(t['speedup']):.3f}x" if t["status"] == "ok" else "",

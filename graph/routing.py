@@ -114,6 +114,10 @@ def sweep_wanted(state: PragmaState, ctx: Context) -> bool:
         return False
     if tunables.parse(code):
         return True
+    from pragma.nodes.tune import rewrite_dims
+
+    if rewrite_dims(code, ctx):
+        return True  # a rewrite to try (streaming stores), whatever the guidance
     asked = bool((state.get("guidance") or {}).get("sweep"))
     return asked and ctx.backend == "cpu" and bool(tunables.build_knobs(code, has_avx512=False))
 

@@ -1,7 +1,9 @@
 """tune (no LLM): sweep a verified candidate's tunables and build knobs, one variant per graph step.
 
 A candidate that declares tunables (tools/tunables.py: ``constexpr int TILE = 64; // tune: 16 32
-64 128``), or any C++ kernel when the Conductor asked for a sweep, gets a coordinate search: one
+64 128``), any C++ kernel when the Conductor asked for a sweep, or (``tune_rewrites``) a kernel a
+rewrite applies to (streaming stores for an element-wise loop: ``STREAMING``, tried first) gets a
+coordinate search: one
 dimension at a time, from the declared default one value up while that improves, else down while
 that improves, stopping a direction at the first variant that is not faster (build knobs, which
 have no order, try each value). Each dimension's variants are compiled in parallel into the build
@@ -56,6 +58,47 @@ def _has_avx512() -> bool:
     return cpu_spec().get("simd") == "AVX-512"
 
 
+# A rewrite of the kernel's source the tuner may try (kind "build": no order, each value tried).
+STREAMING = "rewrite:streaming"
+
+
+def rewrites_on(ctx: Context) -> bool:
+    if ctx.tune_rewrites != "auto":
+        return ctx.tune_rewrites == "on"
+    from pragma.nodes import chat, llm
+
+    return ctx.backend == "cpu" and llm.is_local(chat.model_spec("coder", ctx), "coder")
+
+
+def _streamed(code: str) -> str:
+    """The module ``code`` with its one C++ source's element-wise loop written with streaming
+    stores, or '' where that does not apply (no such loop, several sources, a source not written out
+    literally in the module)."""
+    from pragma.nodes.playbook import streaming_code
+
+    requests = tunables.build_requests(code)
+    if len(requests) != 1 or code.count(source := requests[0]["source"]) != 1:
+        return ""
+    if not (streamed := streaming_code(source)):
+        return ""
+    out = code.replace(source, streamed)
+    return out if [r["source"] for r in tunables.build_requests(out)] == [streamed] else ""
+
+
+def rewrite_dims(code: str, ctx: Context) -> list[dict[str, Any]]:
+    """The rewrites that apply to ``code`` as sweep dimensions (none unless ``rewrites_on``)."""
+    if not rewrites_on(ctx) or not _streamed(code):
+        return []
+    return [{"name": STREAMING, "kind": "build", "default": "off", "values": ["off", "on"]}]
+
+
+def variant(code: str, params: dict[str, str]) -> str:
+    """The source of the point ``params``: its rewrites, then its tunables and build knobs."""
+    if params.get(STREAMING) == "on":
+        code = _streamed(code) or code
+    return tunables.variant(code, {k: v for k, v in params.items() if not k.startswith("rewrite:")})
+
+
 def gate_reserve_s(result: dict[str, Any]) -> float:
     """Seconds kept free inside the budget for the winner's gate, so that a sweep ends within its
     budget gate included: the gate is one verification at the run's settings, like the candidate's
@@ -67,7 +110,10 @@ def gate_reserve_s(result: dict[str, Any]) -> float:
 
 def new_sweep(candidate: dict[str, Any], result: dict[str, Any], ctx: Context) -> dict[str, Any]:
     """The sweep's state for a freshly verified candidate (JSON-native: it is checkpointed)."""
-    dims = tunables.dimensions(candidate["code"], has_avx512=_has_avx512(), build=ctx.backend == "cpu")
+    # The rewrite first: the build knobs and tunables are then searched on the kernel it made.
+    dims = rewrite_dims(candidate["code"], ctx) + tunables.dimensions(
+        candidate["code"], has_avx512=_has_avx512(), build=ctx.backend == "cpu"
+    )
     point = {d["name"]: d["default"] for d in dims}
     sweep = {
         "base_sha": code_sha(candidate["code"]),
@@ -185,11 +231,11 @@ def _step(state: PragmaState, ctx: Context, sweep: dict[str, Any]) -> dict[str, 
     path = state["problem"]["path"]
     if sweep["phase"] == "build":
         values = _dim_values(sweep)
-        codes = [tunables.variant(base["code"], _point_with(sweep, v)) for v in values]
+        codes = [variant(base["code"], _point_with(sweep, v)) for v in values]
         sweep["built"] = dict(zip(values, _prebuild(path, codes, ctx), strict=True))
         sweep["phase"] = "time"
         failed = [v for v, status in sweep["built"].items() if status != "ok"]
-        name = sweep["dims"][sweep["dim"]]["name"].removeprefix("build:")
+        name = sweep["dims"][sweep["dim"]]["name"].split(":")[-1]
         sweep["last"] = f"built {len(values)} variant(s) of {name}" + (
             f" ({len(failed)} failed to build: {', '.join(failed)}; skipped)" if failed else ""
         )
@@ -206,9 +252,9 @@ def _step(state: PragmaState, ctx: Context, sweep: dict[str, Any]) -> dict[str, 
         # Head to head: the variant timed against the best point so far, interleaved in one session.
         res = backend_for(ctx).verify(
             path,
-            tunables.variant(base["code"], params),
+            variant(base["code"], params),
             sweep_context(ctx),
-            best_code=tunables.variant(base["code"], sweep["point"]),
+            best_code=variant(base["code"], sweep["point"]),
             best_speedup=sweep["point_speedup"],
         )
         speedup = float(res["speedup"]) if res["status"] == "ok" else 0.0
@@ -232,7 +278,7 @@ def _step(state: PragmaState, ctx: Context, sweep: dict[str, Any]) -> dict[str, 
         if improved:
             sweep["point"], sweep["point_speedup"] = params, speedup
         how = f"{speedup:.3f}x ({vs_point:.3f}x the best point)" if res["status"] == "ok" else res["status"]
-        sweep["last"] = f"{d['name'].removeprefix('build:')}={value}: {how} in {float(res['wall_s']):.1f} s" + (
+        sweep["last"] = f"{d['name'].split(':')[-1]}={value}: {how} in {float(res['wall_s']):.1f} s" + (
             ", better" if improved else ", not better"
         )
         return sweep
@@ -249,7 +295,7 @@ def _step(state: PragmaState, ctx: Context, sweep: dict[str, Any]) -> dict[str, 
         )
         res = backend_for(ctx).verify(
             path,
-            tunables.variant(base["code"], sweep["point"]),
+            variant(base["code"], sweep["point"]),
             ctx,
             best_code=gate_best,
             best_speedup=gate_best_speedup,
@@ -287,7 +333,7 @@ def _finish(state: PragmaState, sweep: dict[str, Any]) -> dict[str, Any]:
     update: dict[str, Any] = {"sweep": sweep}
     if res is not None:
         iteration = int(state.get("iteration", 0)) + 1
-        code = tunables.variant(base["code"], sweep["point"])
+        code = variant(base["code"], sweep["point"])
         params = tunables.describe(sweep["point"], sweep["dims"])
         child = {
             "iteration": iteration,
@@ -300,8 +346,11 @@ def _finish(state: PragmaState, sweep: dict[str, Any]) -> dict[str, Any]:
             "guidance": f"tuner: {params}",
         }
         if base.get("kernel"):
-            child["kernel"] = tunables.with_values(
-                base["kernel"], {k: v for k, v in sweep["point"].items() if not k.startswith("build:")}
+            from pragma.tools import glue
+
+            # What the model is shown of it: the tuned module's C++ without PRAGMA's prelude.
+            child["kernel"] = glue.kernel_of(code) or tunables.with_values(
+                base["kernel"], {k: v for k, v in sweep["point"].items() if not k.startswith(("build:", "rewrite:"))}
             )
         attempt = {
             "iteration": iteration,

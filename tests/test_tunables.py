@@ -128,6 +128,30 @@ def test_the_budget_keeps_room_for_the_winners_gate():
     assert tune.new_sweep(candidate, verified, Context(tune_budget_s=20))["phase"] == "gate"
 
 
+def test_the_streaming_rewrite_is_a_dimension_where_it_applies_and_sends_a_kernel_to_the_tuner(monkeypatch):
+    from pathlib import Path
+
+    from pragma.nodes import playbook
+
+    monkeypatch.setattr(playbook, "_has_avx", lambda: True)  # _mm256_stream_ps needs AVX
+    relu = (Path(__file__).parent / "data" / "candidates" / "relu_fast.py").read_text()
+    on, off = Context(tune_rewrites="on"), Context(tune_rewrites="off")
+    assert tune.rewrite_dims(relu, on) == [
+        {"name": tune.STREAMING, "kind": "build", "default": "off", "values": ["off", "on"]}
+    ]
+    assert tune.rewrite_dims(relu, off) == [] and tune.rewrite_dims(MODULE, on) == []  # MODULE: no map loop
+    # 'auto': the embedded model only (the scripted one is not local)
+    assert not tune.rewrites_on(Context(coder_model="scripted:x")) and tune.rewrites_on(Context(coder_model="local"))
+    streamed = tune.variant(relu, {tune.STREAMING: "on", tunables.UNROLL: "on"})
+    [job] = tunables.build_requests(streamed)
+    assert "_mm256_stream_ps(y + ps_start + ps_j" in job["source"] and job["flags"] == ["-funroll-loops"]
+    assert tune.variant(relu, {tune.STREAMING: "off"}) == relu
+    assert tunables.describe({tune.STREAMING: "on"}, [{"name": tune.STREAMING, "default": "off"}]) == "streaming=on"
+    state = {"verification": {"status": "ok"}, "candidate": {"iteration": 1, "code": relu}, "guidance": {}}
+    assert sweep_wanted(state, on) and not sweep_wanted(state, off)  # no tunables, no Conductor's sweep
+    assert not sweep_wanted({**state, "candidate": {"iteration": 2, "code": streamed}}, on)  # streams already
+
+
 def _runtime(**kw):
     return SimpleNamespace(context=Context(**kw))
 

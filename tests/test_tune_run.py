@@ -83,6 +83,34 @@ def test_a_real_sweep_finds_the_faster_value_and_the_gate_accepts_it(isolated_da
     assert tunables.parse(state["best"]["code"])[0].name == "PASSES"
 
 
+def test_a_real_sweep_tries_streaming_stores_on_a_plain_loop_and_verifies_them(isolated_data_dir, monkeypatch):
+    # The rewrite the embedded model was told and did not write (tune_rewrites: on for it by default),
+    # made by the tuner: built, verified and timed like any variant, the arithmetic unchanged.
+    from pragma.nodes import tune
+
+    reply = scripted.code_reply("relu_fast.py")  # a plain `#pragma omp parallel for simd` loop
+    monkeypatch.setattr("pragma.nodes.llm.load_chat_model", scripted.loader_for({"coder": {"1": reply}}))
+    ctx = resolve_context(
+        coder_model="scripted:coder",
+        max_iterations=1,
+        profile_simulate="never",
+        kernel_memory=False,
+        tune_budget_s=600,
+        tune_rewrites="on",
+    )
+    app = compile_app(InMemorySaver())
+    config = {"configurable": {"thread_id": "stream"}}
+    app.invoke({"problem": {"path": str(FLOW_RELU)}}, config, context=ctx)
+    state = app.get_state(config).values
+    [record] = state["sweeps"]
+    assert record["dims"][0]["name"] == tune.STREAMING
+    [trial] = [t for t in record["trials"] if t["dim"] == tune.STREAMING]
+    assert trial["value"] == "on" and trial["status"] == "ok", trial  # correct on every check, timed
+    assert state["usage"]["llm_calls"] == 1
+    if record["winner"].get(tune.STREAMING) == "on" and record["accepted"]:
+        assert "_mm256_stream_ps" in state["best"]["code"]
+
+
 def _timed_line(line: str) -> bool:
     """A progress line of one timed variant: '  tune: NR=32: 0.71x (1.05x the best point) in 9.1 s, better'."""
     return line.startswith("  tune: ") and line.rstrip().endswith("better")

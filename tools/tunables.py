@@ -187,7 +187,7 @@ def with_values(code: str, values: dict[str, str]) -> str:
 
 def variant(code: str, params: dict[str, str]) -> str:
     """The source of the point ``params`` (tunables by name, build knobs by their ``build:`` name)."""
-    tuned = with_values(code, {k: v for k, v in params.items() if not k.startswith("build:")})
+    tuned = with_values(code, {k: v for k, v in params.items() if not k.startswith(("build:", "rewrite:"))})
     return with_flags(tuned, flags_for(params))
 
 
@@ -200,5 +200,5 @@ def dimensions(code: str, *, has_avx512: bool, build: bool) -> list[dict[str, An
 def describe(params: dict[str, str], dims: list[dict[str, Any]] | None = None) -> str:
     """TILE=32 vector_width=512: the point's non-default values (all of them without ``dims``)."""
     defaults = {d["name"]: d["default"] for d in dims or []}
-    shown = [f"{k.removeprefix('build:')}={v}" for k, v in params.items() if defaults.get(k) != v]
+    shown = [f"{k.split(':')[-1]}={v}" for k, v in params.items() if defaults.get(k) != v]
     return " ".join(shown) or "defaults"
