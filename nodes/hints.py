@@ -218,6 +218,13 @@ UNDECLARED_IN_PRAGMA = (
     "(a loop whose iterations write separate output elements needs no `private`, `shared` or `collapse`: "
     "`#pragma omp parallel for simd` alone)"
 )
+# One of PRAGMA's fast forms, called before the model's own definition of it further down: PRAGMA
+# leaves a kernel's own form alone, so none was added (the embedded model on leaky_relu, emb1128b:
+# its own `leaky_relu_fn` below the kernel, wrong too, the same file five times).
+OWN_FAST_FORM = (
+    "`{0}` is one of PRAGMA's fast forms: delete your own definition of `{0}` (below the kernel, where the "
+    'call cannot see it) and keep `#include "pragma_fast.h"`; PRAGMA then adds its correct, vectorizable `{0}`'
+)
 # An undeclared name used as a function (`inv_sqrt(v)`): the loop-index advice would be wrong.
 UNDECLARED_FUNCTION = (
     "`{0}(...)` calls a function that does not exist: write its math inline (`1.0f / std::sqrt(v)`, "
@@ -269,7 +276,9 @@ def compiler_fix(error_line: str, source_line: str = "") -> str:
     for pattern, fix in COMPILER_FIXES:
         if m := pattern.search(error_line):
             if pattern is _UNDECLARED and re.search(rf"\b{re.escape(m.group(1))}\s*\(", source_line):
-                return UNDECLARED_FUNCTION.format(m.group(1))
+                from pragma.knowledge.fast_forms import PROVIDED
+
+                return (OWN_FAST_FORM if m.group(1) in PROVIDED else UNDECLARED_FUNCTION).format(m.group(1))
             return fix.format(*m.groups())
     return ""
 

@@ -120,6 +120,10 @@ def test_openmp_clause_errors_the_embedded_model_repeated_get_a_fix_that_names_t
         text = _compile_hint(clause)
         assert f"names `{name}` in a clause" in text and "remove that clause" in text, text
         assert "before its first use" not in text
+    # One of PRAGMA's forms, defined by the model below its kernel (so PRAGMA added none): delete yours.
+    own = "/b/k.cpp:20:23: error: ‘leaky_relu_fn’ was not declared in this scope\n   20 |  out0[i] = leaky_relu_fn(x[i], 0.2f);\n"
+    assert "delete your own definition of `leaky_relu_fn`" in _compile_hint(own)
+    assert "calls a function that does not exist" in _compile_hint(own.replace("leaky_relu_fn", "inv_sqrt"))
     # An undeclared name in the loop itself still gets the declaration advice.
     loop = "/b/k.cpp:16:38: error: ‘TILE’ was not declared in this scope\n   16 |   n / TILE;\n"
     assert "declare `TILE` before its first use" in _compile_hint(loop)
