@@ -308,6 +308,35 @@ def test_coder_in_kernel_format_wraps_the_reply_and_the_verifier_accepts_it(monk
     assert verify_candidate(probed["gather_scale"]["path"], cand["code"], _ctx())["status"] == "ok"
 
 
+# What the embedded model wrote for log_softmax (emb1128b): collapse(2) over a row loop whose body
+# starts with a declaration, so g++ refuses it ("not enough for loops to collapse").
+COLLAPSED_CPP = GATHER_CPP.replace(
+    "    for (int64_t r = 0;", "    #pragma omp parallel for collapse(2)\n    for (int64_t r = 0;"
+)
+
+
+@pytest.mark.integration
+def test_a_one_thread_kernel_loses_its_collapse_clauses_and_compiles(monkeypatch, probed):
+    from pragma.nodes import coder
+
+    assert glue.without_collapse("#pragma omp parallel for simd collapse( TILE ) private(i)\n") == (
+        "#pragma omp parallel for simd private(i)\n"
+    )
+    assert glue.without_collapse("int collapse(int n);\n") == "int collapse(int n);\n"  # pragma lines only
+    script = {"coder": {"1": "```cpp\n" + COLLAPSED_CPP + "```\n"}}
+    for threads in (1, 2):
+        runtime, _ = _coder_runtime(monkeypatch, script, candidate_format="kernel", num_threads=threads)
+        cand = coder.coder({"problem": probed["gather_scale"], "iteration": 0}, runtime)["candidate"]
+        assert ("collapse(2)" in cand["kernel"]) == (threads == 2)
+    # The kernel as written does not build; without the clause it does, and it is right.
+    assert verify_candidate(probed["gather_scale"]["path"], cand["code"], _ctx())["status"] == "compile_error"
+    one = coder.coder(
+        {"problem": probed["gather_scale"], "iteration": 0},
+        _coder_runtime(monkeypatch, script, candidate_format="kernel")[0],
+    )
+    assert verify_candidate(probed["gather_scale"]["path"], one["candidate"]["code"], _ctx())["status"] == "ok"
+
+
 def test_coder_falls_back_to_module_and_says_why(monkeypatch, probed, caplog):
     from pragma.nodes import coder
 
