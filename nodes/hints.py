@@ -283,6 +283,16 @@ def compiler_fix(error_line: str, source_line: str = "") -> str:
     return ""
 
 
+# g++'s context line before an error inside a function: "In function ‘void debug_check(const float*)’:".
+_IN_FUNCTION = re.compile(r"In function [‘'`](?:[^’'`(]*?[\s*&])?(\w+)\(")
+# The embedded model appended a `debug_check` function to its rms_norm kernel, with undeclared
+# names in it, and kept it for three repairs (emb1128b): the loop-index advice sent it to declare them.
+EXTRA_FUNCTION = (
+    "the first error is in `{0}`, not in pragma_kernel: delete `{0}` unless pragma_kernel calls it "
+    "(PRAGMA calls pragma_kernel alone and checks its output itself)"
+)
+
+
 def _error_source_line(text: str, error_line: str) -> str:
     """The source line g++ quotes under ``error_line`` (`   13 |     code`), stripped, or ''."""
     m = re.search(r":(\d+):\d+:", error_line)
@@ -329,6 +339,9 @@ def repair_hints(result: dict[str, Any], fmt: str = "module") -> str:
             hint = f"{fix}; {hint[0].lower()}{hint[1:]}"
             if source:
                 first = f"{first} (the line: `{source}`)"
+        if status == "compile_error" and fmt == "kernel" and (m := _IN_FUNCTION.search(log)):
+            if m.group(1) != "pragma_kernel":
+                hint = f"{EXTRA_FUNCTION.format(m.group(1))}; {hint[0].lower()}{hint[1:]}"
         lines.append(f"{status}: {first + ' — ' if first else ''}{hint}.")
     return "\n".join(f"- {line}" for line in dict.fromkeys(lines))
 

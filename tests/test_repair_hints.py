@@ -124,6 +124,17 @@ def test_openmp_clause_errors_the_embedded_model_repeated_get_a_fix_that_names_t
     own = "/b/k.cpp:20:23: error: ‘leaky_relu_fn’ was not declared in this scope\n   20 |  out0[i] = leaky_relu_fn(x[i], 0.2f);\n"
     assert "delete your own definition of `leaky_relu_fn`" in _compile_hint(own)
     assert "calls a function that does not exist" in _compile_hint(own.replace("leaky_relu_fn", "inv_sqrt"))
+    # An error in a function of the model's own, not the kernel: delete it (rms_norm, emb1128b).
+    extra = (
+        "/b/k.cpp:29:20: error: ‘out0_dim0’ was not declared in this scope\n"
+        "/b/k.cpp: In function ‘void debug_check(const float*, const float*, const float*)’:\n"
+        "/b/k.cpp:29:20: error: ‘out0_dim0’ was not declared in this scope\n   29 |     int64_t rows = out0_dim0;\n"
+    )
+    assert "the first error is in `debug_check`, not in pragma_kernel: delete `debug_check`" in _compile_hint(extra)
+    in_kernel = extra.replace(
+        "void debug_check(const float*, const float*, const float*)", "void pragma_kernel(const float*)"
+    )
+    assert "not in pragma_kernel" not in _compile_hint(in_kernel)
     # An undeclared name in the loop itself still gets the declaration advice.
     loop = "/b/k.cpp:16:38: error: ‘TILE’ was not declared in this scope\n   16 |   n / TILE;\n"
     assert "declare `TILE` before its first use" in _compile_hint(loop)
