@@ -36,16 +36,21 @@ def tunable_script() -> dict:
     return {"coder": {"1": scripted.code_reply("relu_tunable.py")}, "conductor": {}}
 
 
-def test_a_real_sweep_finds_the_faster_value_and_the_gate_accepts_it(isolated_data_dir, monkeypatch):
-    monkeypatch.setattr("pragma.nodes.llm.load_chat_model", scripted.loader_for(tunable_script()))
+def _sweep_context(**kw):
     # A budget the whole sweep fits (a variant takes 5-20 s under load): every dimension is searched.
-    ctx = resolve_context(
+    return resolve_context(
         coder_model="scripted:coder",
         max_iterations=1,
         profile_simulate="never",
         kernel_memory=False,
         tune_budget_s=600,
+        **kw,
     )
+
+
+def test_a_real_sweep_finds_the_faster_value_and_the_gate_accepts_it(isolated_data_dir, monkeypatch):
+    monkeypatch.setattr("pragma.nodes.llm.load_chat_model", scripted.loader_for(tunable_script()))
+    ctx = _sweep_context()
     app = compile_app(InMemorySaver())
     config = {"configurable": {"thread_id": "sweep"}}
     steps = []
@@ -90,14 +95,7 @@ def test_a_real_sweep_tries_streaming_stores_on_a_plain_loop_and_verifies_them(i
 
     reply = scripted.code_reply("relu_fast.py")  # a plain `#pragma omp parallel for simd` loop
     monkeypatch.setattr("pragma.nodes.llm.load_chat_model", scripted.loader_for({"coder": {"1": reply}}))
-    ctx = resolve_context(
-        coder_model="scripted:coder",
-        max_iterations=1,
-        profile_simulate="never",
-        kernel_memory=False,
-        tune_budget_s=600,
-        tune_rewrites="on",
-    )
+    ctx = _sweep_context(tune_rewrites="on")
     app = compile_app(InMemorySaver())
     config = {"configurable": {"thread_id": "stream"}}
     app.invoke({"problem": {"path": str(FLOW_RELU)}}, config, context=ctx)
