@@ -38,6 +38,7 @@ class Candidate(TypedDict, total=False):
     format: str  # "module" | "kernel" (candidate_format actually used for this candidate)
     kernel: str  # kernel format: the C++ the model wrote (``code`` is PRAGMA's module around it)
     format_note: str  # why kernel format fell back to module for this problem, if it did
+    given_call: str  # kernel format, one element-wise operator: the fast form its given body calls (silu_fn)
     parent: int  # the lineage node it was written from (refined or repaired); 0: a fresh start
     branch: int  # search=beam: the lineage it belongs to (0 in the greedy loop)
     round: int  # the search round that wrote it (0 in the greedy loop)

@@ -417,12 +417,17 @@ def gives_whole_body(source: str, spec: dict | None = None) -> bool:
     """Whether the kernel prompt's <formulas> gives pragma_kernel's whole body: a row, channel or
     reduction loop, or the loop over every element for one element-wise operator whose arguments
     are certain (what ``render`` writes as "whole body")."""
-    if loop_bodied(source, spec):
-        return True
+    return loop_bodied(source, spec) or bool(elementwise_call(source))
+
+
+def elementwise_call(source: str) -> str:
+    """The fast form's function (``silu_fn``) where the problem is one element-wise operator whose
+    call's arguments are certain, so the whole body <formulas> gives calls it; '' otherwise."""
     found = [name for name, _ in lookup(source)]
     from pragma.knowledge import fast_forms
 
-    return len(found) == 1 and found[0] in ELEMENTWISE and fast_forms.call_arguments(found[0], source) is not None
+    call = fast_forms.call_arguments(found[0], source) if len(found) == 1 and found[0] in ELEMENTWISE else None
+    return call[0] if call else ""
 
 
 def loop_bodied(source: str, spec: dict | None = None) -> bool:

@@ -277,6 +277,8 @@ def coder(state: PragmaState, runtime: Runtime[Context]) -> dict:
                 if ctx.num_threads == 1:  # a mechanical fix with one reading (glue.without_collapse)
                     cpp = glue.without_collapse(cpp)
                 candidate["kernel"] = cpp
+                if given and (call := formulas.elementwise_call(problem.get("source") or "")):
+                    candidate["given_call"] = call  # what repair checks the kernel calls
                 candidate["code"] = glue.module_source(spec, glue.with_fast_forms(cpp))
             except glue.KernelExtractionError:
                 # A model that wrote a whole module anyway is taken at its word (format module).

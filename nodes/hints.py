@@ -309,6 +309,25 @@ def _first_compiler_error(text: str) -> str:
     return next((ln.strip()[:300] for ln in text.splitlines() if "error" in ln.lower()), "")
 
 
+# The embedded model, given silu's whole body (`out0[i] = silu_fn(x[i]);`), wrote its own sigmoid
+# instead, wrong, in both modes (emb1128b; probe p3 too): the generic mismatch advice never said so.
+UNUSED_FORM_HINT = (
+    "your kernel does not call `{0}`: it computes the operator itself, and wrongly. Use the body <formulas> "
+    'gives, `{0}(...)` for every element, and keep `#include "pragma_fast.h"` (PRAGMA adds `{0}`)'
+)
+
+
+def unused_form_hint(result: dict[str, Any], candidate: dict[str, Any]) -> str:
+    """A hint line for a mismatch whose kernel does not call the fast form of the body it was given
+    (``candidate["given_call"]``, set by the Coder), or ''."""
+    call = candidate.get("given_call") or ""
+    # A call, not a declaration of it (`float gelu_fn(float v);` in the kernel calls nothing).
+    called = re.search(rf"(?<!float )\b{call}\s*\(", candidate.get("kernel") or "")
+    if result.get("status") != "mismatch" or not call or called:
+        return ""
+    return f"- {UNUSED_FORM_HINT.format(call)}."
+
+
 def repair_hints(result: dict[str, Any], fmt: str = "module") -> str:
     """Fixed instructions for a failed verification (empty string for a passing one)."""
     status = result.get("status", "")

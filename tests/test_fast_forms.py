@@ -467,6 +467,14 @@ def test_the_coder_node_adds_the_forms_a_kernel_reply_calls_and_the_verifier_acc
         loaded["path"], cand["code"], resolve_context(timed_calls=3, warmup_calls=1, warmup_s=0.05)
     )
     assert result["status"] == "ok", result["message"]
+    # The Coder records the form the given body calls; a mismatch of a kernel without it is told so.
+    from pragma.nodes import repair
+
+    assert cand["given_call"] == "gelu_fn"
+    own = {**cand, "kernel": cand["kernel"].replace("gelu_fn(x[i])", "0.5f * x[i]")}
+    state = {"problem": loaded, "candidate": own, "verification": {"status": "mismatch", "message": "differ"}}
+    guidance = repair.repair(state, SimpleNamespace(context=resolve_context(repair_advice="rules")))["guidance"]
+    assert guidance["text"].startswith("- your kernel does not call `gelu_fn`")
 
 
 @pytest.mark.integration  # load_problem probes the problem in a subprocess

@@ -140,6 +140,19 @@ def test_openmp_clause_errors_the_embedded_model_repeated_get_a_fix_that_names_t
     assert "declare `TILE` before its first use" in _compile_hint(loop)
 
 
+def test_a_mismatch_that_skipped_the_given_fast_form_is_told_to_call_it():
+    # silu in emb1128b: given `out0[i] = silu_fn(x[i]);`, the model wrote its own (wrong) sigmoid.
+    own = "out0[i] = v * ((1.0f + exp(-v)) / 2.0f);"
+    mismatch = {"status": "mismatch", "message": "trial 0: output 0: 8194670 of 8198000 elements differ"}
+    hint = hints.unused_form_hint(mismatch, {"given_call": "silu_fn", "kernel": own})
+    assert "your kernel does not call `silu_fn`" in hint and "pragma_fast.h" in hint
+    assert hints.unused_form_hint(mismatch, {"given_call": "silu_fn", "kernel": "out0[i] = silu_fn (x[i]);"}) == ""
+    assert (
+        hints.unused_form_hint({**mismatch, "status": "compile_error"}, {"given_call": "silu_fn", "kernel": own}) == ""
+    )
+    assert hints.unused_form_hint(mismatch, {"kernel": own}) == ""  # no body was given
+
+
 def test_python_in_the_cpp_kernel_is_named_with_the_line_and_what_to_write_instead():
     # The embedded model's ELU (issue 14): PyTorch calls inside the C++ loop.
     log = (
