@@ -104,7 +104,8 @@ def _human(state: PragmaState, ctx: Context, fmt: str, spec: dict[str, Any] | No
         # with PRAGMA's fixed hint for the failure (nodes/hints.py).
         origin = "refine" if last.get("status") == "ok" else "repair"
         human = prompts.CODER_FEEDBACK.format(**common, **_feedback(state, last))
-        if fix := hints.repair_hints(last, fmt):
+        unused = hints.unused_form_hint(last, state["candidate"])
+        if fix := "\n".join(h for h in (unused, hints.repair_hints(last, fmt)) if h):
             human += prompts.RULE_HINTS_SECTION.format(hints=fix)
         if kernel:
             human += prompts.KERNEL_SIGNATURE_SECTION.format(signature=common["signature"])
