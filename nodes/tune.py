@@ -243,6 +243,7 @@ def _step(state: PragmaState, ctx: Context, sweep: dict[str, Any]) -> dict[str, 
     if sweep["phase"] == "time":
         value = next_value(sweep) if _time_left(sweep) else None
         if value is None:
+            sweep.pop("last", None)  # nothing new to print: the last variant's line was printed once
             sweep["dim"] += 1
             sweep["direction"], sweep["built"] = "up", {}
             sweep["phase"] = "build" if sweep["dim"] < len(sweep["dims"]) and _time_left(sweep) else "gate"
