@@ -230,7 +230,9 @@ class _Progress:
         if self.lines and key in self.seen:
             new = _attempts(db, run_id, key)[self.seen[key] :]
             for a in new:
-                self.console.print(_attempt_line(key, a), soft_wrap=True)
+                # markup=False: "[no-profile]" is text, not a rich style tag (a console with markup
+                # on dropped it: "depthwise_conv2d  attempt 1").
+                self.console.print(_attempt_line(key, a), soft_wrap=True, markup=False)
             self.seen[key] += len(new)
 
     def finished(self, key: tuple[str, str], status: str, db: ResultsDB, run_id: str) -> None:
@@ -247,7 +249,7 @@ class _Progress:
         what = f"best {row['best_speedup']:.3f}x" if row["solved"] else "no correct kernel"
         if status not in ("finished",):
             what += f" ({status}: {row['message'] or ''})"
-        self.console.print(f"{key[0]} [{key[1]}]: {what} after {row['iterations'] or 0} attempt(s)")
+        self.console.print(f"{key[0]} [{key[1]}]: {what} after {row['iterations'] or 0} attempt(s)", markup=False)
 
 
 def _attempts(db: ResultsDB, run_id: str, key: tuple[str, str]) -> list[dict[str, Any]]:
