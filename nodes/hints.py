@@ -328,6 +328,13 @@ def unused_form_hint(result: dict[str, Any], candidate: dict[str, Any]) -> str:
     return f"- {UNUSED_FORM_HINT.format(call)}."
 
 
+def candidate_hints(result: dict[str, Any], candidate: dict[str, Any], fmt: str | None = None) -> str:
+    """Every fixed hint for ``candidate``'s failed verification: the unused-form line (which needs the
+    candidate, not only the result) first, then ``repair_hints`` in its format (or ``fmt``)."""
+    fixed = repair_hints(result, fmt or candidate.get("format", "module"))
+    return "\n".join(h for h in (unused_form_hint(result, candidate), fixed) if h)
+
+
 def repair_hints(result: dict[str, Any], fmt: str = "module") -> str:
     """Fixed instructions for a failed verification (empty string for a passing one)."""
     status = result.get("status", "")

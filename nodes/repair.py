@@ -27,9 +27,7 @@ def repair(state: PragmaState, runtime: Runtime[Context]) -> dict:
     result = state["verification"]
     candidate = state["candidate"]
     attempt = candidate["iteration"]
-    fixed = hints.repair_hints(result, candidate.get("format", "module"))
-    if unused := hints.unused_form_hint(result, candidate):
-        fixed = f"{unused}\n{fixed}" if fixed else unused
+    fixed = hints.candidate_hints(result, candidate)
     if advice_mode(ctx) == "rules":
         return {
             "log": [recording.rules_entry("repair", attempt, fixed)],

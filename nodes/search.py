@@ -264,10 +264,9 @@ def expansion_payload(state: PragmaState, item: dict[str, Any]) -> dict[str, Any
         )
         payload["guidance"] = {"mode": "optimize", "text": text}
     elif item["mode"] == "repair" and parent is not None:
-        fmt = payload["candidate"].get("format", "module")
         text = (
             guidance.get("text")
-            or hints.repair_hints(payload["verification"], fmt)
+            or hints.candidate_hints(payload["verification"], payload["candidate"])
             or (f"Attempt {parent['iteration']} failed ({parent['status']}): fix it.")
         )
         payload["guidance"] = {"mode": "repair", "text": text}

@@ -77,6 +77,15 @@ def test_beam_refines_each_lineage_from_its_own_best_and_repairs_its_latest_fail
     assert repair["verification"]["status"] == "compile_error"
 
 
+def test_a_search_repair_of_a_kernel_that_skipped_its_given_form_is_told_to_call_it():
+    # The same fixed hints as the greedy loop's repair node (nodes/hints.candidate_hints).
+    s = state_of(attempt(1, speedup=2.0), attempt(2, "mismatch", parent=1, rnd=2), best=1)
+    s["drafts"][1].update(kernel="out0[i] = v / (1.0f + v);", given_call="silu_fn", format="kernel")
+    items = run_plan(s, search="beam", candidates_per_round=2, max_iterations=10)["plan"]
+    repair = search.expansion_payload(s, next(i for i in items if i["mode"] == "repair"))
+    assert repair["guidance"]["text"].startswith("- your kernel does not call `silu_fn`")
+
+
 def test_beam_gives_up_repairing_a_lineage_after_max_repairs_and_starts_it_afresh():
     chain = [attempt(1, "mismatch", branch=0)] + [
         attempt(i, "mismatch", parent=i - 1, branch=0, rnd=i) for i in range(2, 4)
