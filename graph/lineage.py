@@ -10,6 +10,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from pragma.tools import tunables
+
 ROOT = 0
 
 
@@ -123,21 +125,17 @@ def sweep_tables(state: dict[str, Any]) -> list[tuple[str, list[str], list[list[
     header = ["parameter", "value", "status", "speedup", "vs best point", "runtime ms", "verify s", "better"]
     out = []
     for r in state.get("sweeps", []):
-        winner = " ".join(
-            f"{k.split(':')[-1]}={v}"
-            for k, v in r.get("winner", {}).items()
-            if v != next((d["default"] for d in r.get("dims", []) if d["name"] == k), v)
-        )
+        winner = tunables.describe(r.get("winner", {}), r.get("dims", []))
         child = f"; tuned child #{r['child']}" if r.get("child") else ""
         heading = (
             f"Sweep of #{r['parent']}: {len(r.get('trials', []))} variants in {float(r.get('spent_s', 0)):.1f} s "
             f"(budget {float(r.get('budget_s', 0)):.0f} s); base {float(r.get('base_speedup', 0)):.3f}x, "
-            f"winner {winner or 'defaults'} {float(r.get('winner_speedup', 0)):.3f}x{child}; "
+            f"winner {winner} {float(r.get('winner_speedup', 0)):.3f}x{child}; "
             f"gate: {r.get('gate') or 'not run (no variant beat the candidate)'}"
         )
         rows = [
             [
-                t["dim"].split(":")[-1],
+                tunables.label(t["dim"]),
                 str(t["value"]),
                 t["status"],
                 f"{float(t['speedup']):.3f}x" if t["status"] == "ok" else "",

@@ -84,7 +84,10 @@ def grammar_for(ctx: Context, fmt: str) -> str | None:
     return GRAMMAR_KERNEL if fmt == "kernel" else GRAMMAR_MODULE
 
 
-def _human(state: PragmaState, ctx: Context, fmt: str, spec: dict[str, Any] | None, attempt: int) -> tuple[str, str]:
+def _human(
+    state: PragmaState, ctx: Context, fmt: str, spec: dict[str, Any] | None, attempt: int, given: bool = False
+) -> tuple[str, str]:
+    """(origin, human prompt); ``given``: kernel format, and <formulas> gives the whole body."""
     problem = state["problem"]
     common = {
         "attempt": attempt,
@@ -104,8 +107,7 @@ def _human(state: PragmaState, ctx: Context, fmt: str, spec: dict[str, Any] | No
         # with PRAGMA's fixed hint for the failure (nodes/hints.py).
         origin = "refine" if last.get("status") == "ok" else "repair"
         human = prompts.CODER_FEEDBACK.format(**common, **_feedback(state, last))
-        unused = hints.unused_form_hint(last, state["candidate"])
-        if fix := "\n".join(h for h in (unused, hints.repair_hints(last, fmt)) if h):
+        if fix := hints.candidate_hints(last, state["candidate"], fmt):
             human += prompts.RULE_HINTS_SECTION.format(hints=fix)
         if kernel:
             human += prompts.KERNEL_SIGNATURE_SECTION.format(signature=common["signature"])
@@ -120,7 +122,6 @@ def _human(state: PragmaState, ctx: Context, fmt: str, spec: dict[str, Any] | No
         # A best written in module format stays a module; only a glue-generated best shows its C++.
         best_kernel = glue.kernel_of(best["code"]) if kernel else None
         template = prompts.CODER_REFINE_KERNEL if best_kernel else prompts.CODER_REFINE
-        given = bool(spec) and formulas.gives_whole_body(problem.get("source") or "", spec)
         human = template.format(
             **common,
             tunables="" if given else prompts.TUNABLES_NOTE,
@@ -237,10 +238,10 @@ def coder(state: PragmaState, runtime: Runtime[Context]) -> dict:
     fmt, note, spec = candidate_format(ctx, problem)
     if note and attempt == 1:
         log.warning(note)
-    origin, human = _human(state, ctx, fmt, spec, attempt)
+    given = fmt == "kernel" and formulas.gives_whole_body(problem.get("source") or "", spec)
+    origin, human = _human(state, ctx, fmt, spec, attempt, given)
     if variant := state.get("variant"):
         human += f"\n<variant>\n{variant}\n</variant>\n"
-    given = fmt == "kernel" and formulas.gives_whole_body(problem.get("source") or "", spec)
     if not given:
         # Where <formulas> hands over the whole body there is nothing to borrow: shown the memory's
         # l2_normalize kernel, the embedded model wrote batch_norm_train as l2_normalize's row loop.

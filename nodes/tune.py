@@ -235,7 +235,7 @@ def _step(state: PragmaState, ctx: Context, sweep: dict[str, Any]) -> dict[str, 
         sweep["built"] = dict(zip(values, _prebuild(path, codes, ctx), strict=True))
         sweep["phase"] = "time"
         failed = [v for v, status in sweep["built"].items() if status != "ok"]
-        name = sweep["dims"][sweep["dim"]]["name"].split(":")[-1]
+        name = tunables.label(sweep["dims"][sweep["dim"]]["name"])
         sweep["last"] = f"built {len(values)} variant(s) of {name}" + (
             f" ({len(failed)} failed to build: {', '.join(failed)}; skipped)" if failed else ""
         )
@@ -279,7 +279,7 @@ def _step(state: PragmaState, ctx: Context, sweep: dict[str, Any]) -> dict[str, 
         if improved:
             sweep["point"], sweep["point_speedup"] = params, speedup
         how = f"{speedup:.3f}x ({vs_point:.3f}x the best point)" if res["status"] == "ok" else res["status"]
-        sweep["last"] = f"{d['name'].split(':')[-1]}={value}: {how} in {float(res['wall_s']):.1f} s" + (
+        sweep["last"] = f"{tunables.label(d['name'])}={value}: {how} in {float(res['wall_s']):.1f} s" + (
             ", better" if improved else ", not better"
         )
         return sweep

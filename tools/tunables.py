@@ -197,8 +197,14 @@ def dimensions(code: str, *, has_avx512: bool, build: bool) -> list[dict[str, An
     return dims + (build_knobs(code, has_avx512) if build else [])
 
 
+def label(name: str) -> str:
+    """A dimension's name as reports print it: ``build:vector_width`` -> ``vector_width``,
+    ``rewrite:streaming`` -> ``streaming``, a tunable's as declared."""
+    return name.split(":")[-1]
+
+
 def describe(params: dict[str, str], dims: list[dict[str, Any]] | None = None) -> str:
     """TILE=32 vector_width=512: the point's non-default values (all of them without ``dims``)."""
     defaults = {d["name"]: d["default"] for d in dims or []}
-    shown = [f"{k.split(':')[-1]}={v}" for k, v in params.items() if defaults.get(k) != v]
+    shown = [f"{label(k)}={v}" for k, v in params.items() if defaults.get(k) != v]
     return " ".join(shown) or "defaults"
