@@ -163,6 +163,7 @@ class JudgeState:
     timed_runner: str  # which of the candidate's runners was timed (fresh_candidate)
     timed_region: tuple[shm.Region, list[shm.TensorSpec], list[Any]] | None  # the sealed inputs: region, specs, views
     stopped_early: str  # when and why the timed rounds ended before timed_calls ("" if not)
+    min_rounds: int  # sampled rounds of the current batch before it may end early (Timing._run_batch)
     warm_ms: list[float]  # the reference's warm-up call times (ms)
 
     # --- CPU accounting (/proc, neighbours.py) ------------------------------------------------------

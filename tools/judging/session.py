@@ -107,6 +107,7 @@ class Judge(Timing, Audits, Correctness, RunnerLifecycle, Neighbours):
         self.released = False
         self.ref_outs: list[Any] = []
         self.stopped_early = ""
+        self.min_rounds = 0
         self.timed_runner = ""
         self.timed_region = None
         self.active_set = 0

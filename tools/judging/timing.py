@@ -333,19 +333,19 @@ class Timing(JudgeState):
         # A batch that may end early draws all its audits but one among the first ``min_rounds``
         # rounds (the rest among all; the round it ends on is always audited): ending early must
         # not mean fewer audits (MIN_AUDITS says why 17). A batch shorter than that is audited whole.
-        min_rounds = MIN_TIMED_ROUNDS_BOTH_SETS if both_sets else MIN_TIMED_ROUNDS
-        early = rounds[: min(len(rounds), min_rounds)] if stop_pct > 0 else rounds
+        self.min_rounds = MIN_TIMED_ROUNDS_BOTH_SETS if both_sets else MIN_TIMED_ROUNDS
+        early = rounds[: min(len(rounds), self.min_rounds)] if stop_pct > 0 else rounds
         n_audit = min(len(rounds), max(MIN_AUDITS, round(timed * AUDIT_FRACTION)))
         audit_set = self._draw(early, rounds, n_audit - 1, n_audit)
         record_set = self._draw(early, rounds, 1, n_record) if n_record else set()
         fresh = bool(self.req["fresh_inputs"])
-        batch_sets = [0, 1] if both_sets else [self.active_set]
         n_sampled = 0
         for i in rounds:
             if fresh:  # round 0 too: the warm-up rounds saw the first inputs
                 self._freshen(roles, masters, plans, i)
             record = i in record_set
-            sets = self.audit_rng.sample(batch_sets, len(batch_sets))  # a fresh order every round
+            sets = [0, 1] if both_sets else [self.active_set]
+            self.audit_rng.shuffle(sets)
             # An audited round audits one set's calls, drawn in secret: every audited call is a timed
             # call like the others, so the escape bound (MIN_AUDITS) holds as with one set.
             audit_in = self.audit_rng.choice(sets) if i in audit_set else None
@@ -367,7 +367,7 @@ class Timing(JudgeState):
                 n_sampled += 1
                 for role, ms in round_ms.items():
                     samples[role].append(ms)
-            last = i == rounds[-1] or (not record and self._precise_enough(samples, n_sampled, stop_pct, min_rounds))
+            last = i == rounds[-1] or (not record and self._precise_enough(samples, n_sampled, stop_pct))
             if last and not audited_here:  # the last call of every batch is audited too (the set run last)
                 self._audit(roles, masters, i)
                 audited_here = True
@@ -397,17 +397,14 @@ class Timing(JudgeState):
                     )
         return round_ms
 
-    def _precise_enough(
-        self, samples: dict[str, list[float]], n_sampled: int, stop_pct: float, min_rounds: int
-    ) -> bool:
-        """Whether the timed rounds can end here (``min_rounds`` sampled at least): the speedup's
-        95% CI within +-``stop_pct``%.
+    def _precise_enough(self, samples: dict[str, list[float]], n_sampled: int, stop_pct: float) -> bool:
+        """Whether the timed rounds can end here: the speedup's 95% CI within +-``stop_pct``%.
 
         Why: 100 rounds of the ReLU example take 1.2 s on a 2-core AVX2 EPYC (two 6 ms calls per
         round) and its CI is within +-1.5% after 30-100 of them (50 typical); a noisier machine
         keeps timing up to ``timed_calls``. The rule looks at the CI's width only, never at where
         the speedup lies."""
-        if stop_pct <= 0 or n_sampled < min_rounds or n_sampled % STOP_CHECK_EVERY:
+        if stop_pct <= 0 or n_sampled < self.min_rounds or n_sampled % STOP_CHECK_EVERY:
             return False
         low, high = stats.ratio_ci(samples["reference"], samples["candidate"])
         mid = stats.paired_speedup(samples["reference"], samples["candidate"])
