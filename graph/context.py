@@ -166,7 +166,7 @@ class Context:
         100,
         "Timed rounds (interleaved implementations); at most, when timing_ci_pct ends the rounds "
         "earlier. On CPU each round calls every implementation in each of its two runner processes "
-        "(a sample is the mean of the two calls); against a best, half as many rounds.",
+        "(a sample is the mean of the two calls).",
     )
     timing_ci_pct: float = _knob(
         2.0,

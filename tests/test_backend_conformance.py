@@ -114,8 +114,7 @@ def test_the_best_is_timed_next_to_the_candidate_and_a_verdict_given(case):
     code = c.honest.read_text()
     result = backend.verify(str(c.problem), code, ctx, best_code=code, best_speedup=1.0)
     assert result["status"] == "ok", result["message"]
-    # Against a best with two runners per implementation (CPU), half as many rounds of two calls each.
-    assert len(result["samples_ms"]["best"]) >= -(-ctx.timed_calls // result["runners_per_round"])
+    assert len(result["samples_ms"]["best"]) >= ctx.timed_calls
     low, high = result["speedup_vs_best_ci"]
     assert 0 < low <= high
     assert result["acceptance"].startswith(("accepted", "not accepted"))

@@ -208,8 +208,7 @@ class Timing(JudgeState):
             "input_placement": placement,
             "candidate_timed_in": self.timed_runner,
             # Runner processes per implementation in every timed round (base.SECOND_SET): a
-            # sample is the mean of this many calls (timed_calls counts rounds; against a best,
-            # whose batches run whole, half as many rounds: as many calls as with one runner).
+            # sample is the mean of this many calls (timed_calls counts rounds).
             "runners_per_round": 2 if second else 1,
             "confirmation": confirmation,
             "extra_batches": batches,
@@ -305,8 +304,7 @@ class Timing(JudgeState):
         stop_pct: float = 0.0,
         both_sets: bool = True,
     ) -> int:
-        """``timed`` sampled rounds (half as many against a best with two runners per
-        implementation) plus the recorded ones, from round ``first``; returns how many ran.
+        """``timed`` sampled rounds plus the recorded ones, from round ``first``; returns how many ran.
 
         ``stop_pct`` > 0: the batch ends early, after at least ``min_rounds`` sampled rounds
         (checked every ``STOP_CHECK_EVERY``), once the 95% CI of the speedup over the reference lies
@@ -319,12 +317,6 @@ class Timing(JudgeState):
         both, and a round's sample already averages the two processes, so the CI that may end
         timing early is not widened by the difference between them."""
         both_sets = both_sets and SECOND_SET["candidate"] in self.runners
-        if both_sets and "best" in roles:
-            # Against a best every batch runs whole (no early end): half as many rounds of two calls
-            # each, so a head-to-head makes the calls it made with one runner per implementation
-            # (the whole batch took 1.7x as long, 4.0-4.2 s against 2.35 s for the ReLU example, and
-            # every tuner variant is one). With no best the rounds end once the CI is narrow.
-            timed = -(-timed // 2)
         # Recorded rounds are extra rounds (the recording slows the call): ``timed`` samples remain.
         # Not with Triton: the launch hook that hides the interpreter's own aten plumbing from the
         # recorder is removed before timing (it would slow every timed launch).
