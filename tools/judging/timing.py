@@ -208,7 +208,7 @@ class Timing(JudgeState):
             "input_placement": placement,
             "candidate_timed_in": self.timed_runner,
             # Runner processes per implementation in every timed round (base.SECOND_SET): a
-            # sample is the mean of this many calls (timed_calls counts rounds).
+            # sample is the mean of this many calls, and timed_calls counts the calls.
             "runners_per_round": 2 if second else 1,
             "confirmation": confirmation,
             "extra_batches": batches,

@@ -185,7 +185,7 @@ class VerifyResult(TypedDict):
     """Which runner timed the candidate (the trials' runner, or a fresh one beside the best)."""
     runners_per_round: int
     """Runner processes per implementation called in every timed round (2 on CPU: judging.base.SECOND_SET,
-    1 on a GPU); a sample is the mean of their calls, and ``timed_calls`` counts rounds."""
+    1 on a GPU); a sample is the mean of their calls, and ``timed_calls`` counts calls."""
     confirmation: dict[str, Any]
     """The second pair of runners' timing, when the judge ran one: samples, CI, ``confirmed``."""
     extra_batches: int
