@@ -164,14 +164,12 @@ class Context:
     warmup_calls: int = _knob(5, "Untimed calls before timing, per implementation.")
     timed_calls: int = _knob(
         100,
-        "Timed rounds (interleaved implementations); at most, when timing_ci_pct ends the rounds "
-        "earlier. On CPU each round calls every implementation in each of its two runner processes "
-        "(a sample is the mean of the two calls).",
+        "Timed calls per implementation (interleaved with the other); at most, when timing_ci_pct ends "
+        "the rounds earlier.",
     )
     timing_ci_pct: float = _knob(
-        2.0,
-        "With no best to beat, timed rounds end early (after 30, or 20 with two runners per "
-        "implementation, looked at every 10) once the 95% CI of "
+        1.5,
+        "With no best to beat, timed rounds end early (after 30, looked at every 10) once the 95% CI of "
         "the speedup lies within +-this percent of it; 0: always timed_calls rounds. Against a best "
         "every batch runs whole.",
     )

@@ -90,11 +90,8 @@ def test_an_honest_kernel_is_ok_and_timed_by_the_judges_interleaved_loop(case):
     # The same result contract on every backend: every field of the template, nothing missing.
     assert set(empty_result("ok", "")) <= set(result)
     assert result["max_abs_diff"] <= ctx.atol + ctx.rtol
-    # One loop: both implementations timed the same number of times, by the judge's clock; a sample
-    # per round, the mean over the implementation's runners in that round (two where the device is
-    # the CPU: judging.base.SECOND_SET).
+    # One loop: both implementations timed the same number of times, by the judge's clock.
     samples = result["samples_ms"]
-    assert result["runners_per_round"] in (1, 2)
     assert len(samples["reference"]) == len(samples["candidate"]) == ctx.timed_calls
     assert all(ms > 0 for ms in samples["reference"] + samples["candidate"])
     assert "judge's perf_counter_ns around each call's round trip" in result["timing_method"]

@@ -82,7 +82,6 @@ def empty_result(status: Status, message: str, log_tail: str = "") -> VerifyResu
         "spot_read_ms_per_call": 0.0,
         "input_placement": "",
         "candidate_timed_in": "",
-        "runners_per_round": 0,
         "confirmation": {},
         "extra_batches": 0,
         "sequential_log": [],

@@ -97,16 +97,6 @@ class Binding:
             self.handle.request({"op": "sync"})
 
 
-# A second runner per timed implementation (CPU): every timed round calls each implementation in
-# both sets, a sample is the mean of the two calls (Timing._run_batch; Judge._use_set points the role
-# names at one set or the other). Why: a runner process carries a bias of its own that no pairing
-# of rounds removes (where its heap, outputs and code sit in physical memory; see Timing.confirm);
-# with one process per implementation it is the same for every round of a verification. Beside a
-# 2-worker ``pragma eval`` the same ReLU kernel spread +-3.1-5.2% over 8 verifications with one
-# runner each and +-1.8-2.6% with two (issue 33's target is +-3%; docs/verifier.md, Benchmarks).
-SECOND_SET = {"reference": "reference_b", "candidate": "candidate_b", "best": "best_b"}
-
-
 # Per role, the spot read of its last timed call (audits.py): the output layout and the elements read
 # at this round's positions; the read made ready (``peek.Prepared``) between the read inside the timed
 # window and its unpacking after it; or why the output could not be read.
@@ -117,13 +107,12 @@ class JudgeState:
     """The state of one verification, shared by the judge's concerns (the base of every mixin).
 
     Roles name runners: ``reference``, ``candidate``, ``best`` and the spares (``runners.TIMED_CANDIDATE``,
-    ``runners.CONFIRM``, ``base.SECOND_SET``). Times carry their unit in the name or the comment."""
+    ``runners.CONFIRM``). Times carry their unit in the name or the comment."""
 
     # --- the request and the runners (set by Judge.__init__; ``sched_expected`` by session.main) ------
     req: SandboxedRequest  # the typed request (tools/wire/verification.py)
     workdir: Path  # the verification's directory: candidate.py, best.py, progress.jsonl, result.json
     runners: dict[str, spawn.RunnerHandle]  # role -> its runner process (a replaced or failed one is popped)
-    active_set: int  # which set of timed runners the role names point at (0, or 1: base.SECOND_SET)
     bindings: dict[str, Binding]  # role -> its input and output regions
     seeds: Seeds  # drawn after the fork; never written to the result
     isolation: dict[str, str]  # what confines what (filesystem, judge, runners): reported as ``isolation``
@@ -162,7 +151,6 @@ class JudgeState:
     timed_runner: str  # which of the candidate's runners was timed (fresh_candidate)
     timed_region: tuple[shm.Region, list[shm.TensorSpec], list[Any]] | None  # the sealed inputs: region, specs, views
     stopped_early: str  # when and why the timed rounds ended before timed_calls ("" if not)
-    min_rounds: int  # sampled rounds of the current batch before it may end early (Timing._run_batch)
     warm_ms: list[float]  # the reference's warm-up call times (ms)
 
     # --- CPU accounting (/proc, neighbours.py) ------------------------------------------------------
@@ -199,7 +187,6 @@ class JudgeState:
         def guard(self, when: str) -> None: ...
         def call_failed(self, role: str, rep: dict[str, Any]) -> NoReturn: ...
         def _replace_runner(self, role: str, spare: str) -> None: ...
-        def _use_set(self, k: int) -> None: ...
 
         # correctness.Correctness
         def _inputs_intact(self, role: str, masters: list[Any], label: str) -> None: ...

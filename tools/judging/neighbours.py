@@ -12,7 +12,7 @@ import os
 import time
 from time import perf_counter_ns
 
-from pragma.tools.judging.base import SECOND_SET, JudgeState
+from pragma.tools.judging.base import JudgeState
 
 CORES_WINDOW_S = 0.2  # long against a scheduler tick (10 ms): the tick count's error is then <5%
 
@@ -212,18 +212,15 @@ class Neighbours(JudgeState):
         """Children of the candidate's runner that ran and were reaped during the timed rounds
         (cutime + cstime grew) reject it: a child sharing the runner's memory computed part of a
         call where no thread count or live-process check sees it (issue 33)."""
-        for role in ("candidate", SECOND_SET["candidate"]):  # both sets of timed runners
-            if role not in self.runners:
-                continue
-            pid = self.runners[role].pid
-            now = child_ticks(pid)
-            grown = now - kids0.get(pid, now)
-            if grown > 0:
-                raise self.v.reject(
-                    "no_threads_or_processes",
-                    f"{role}: child processes ran during the timed rounds and were reaped before any check "
-                    f"({grown / _CLK_TCK * 1e3:.0f} ms of CPU in its cutime/cstime, /proc)",
-                )
+        pid = self.runners["candidate"].pid
+        now = child_ticks(pid)
+        grown = now - kids0.get(pid, now)
+        if grown > 0:
+            raise self.v.reject(
+                "no_threads_or_processes",
+                f"candidate: child processes ran during the timed rounds and were reaped before any check "
+                f"({grown / _CLK_TCK * 1e3:.0f} ms of CPU in its cutime/cstime, /proc)",
+            )
 
     def _strays(self) -> dict[str, int]:
         """``"pid (comm)"`` -> CPU ticks, for processes in the sandbox that are neither the judge nor a runner."""

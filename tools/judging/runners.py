@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 import torch
 
 from pragma.tools.judging import compare as cmp_mod
-from pragma.tools.judging.base import SECOND_SET, JudgeState
+from pragma.tools.judging.base import JudgeState
 from pragma.tools.judging.neighbours import _status_field, children_of, thread_count
 from pragma.tools.judging.rules import RULES
 from pragma.tools.judging.verdicts import Decided
@@ -30,10 +30,6 @@ TIMED_CANDIDATE = "candidate_timed"  # the candidate's second runner, timed agai
 # unless the first pair's CI clears the bar by more than any per-process bias measured
 # (acceptance.needs_confirmation).
 CONFIRM = {"candidate": "candidate_confirm", "best": "best_confirm"}
-
-
-# What follows a runner when the two sets trade places: the handle and every per-runner record.
-_PER_RUNNER = ("runners", "bindings", "idle_ticks", "stop_ticks", "call_cpu", "spot_layouts")
 
 
 def _announce(workdir: Path, phase: str) -> None:
@@ -195,25 +191,21 @@ class RunnerLifecycle(JudgeState):
             "problem_path": self.req["problem_path"],
             "backend": self.req["backend"],
         }
-        for role in [r for r in ("reference", SECOND_SET["reference"]) if r in self.runners]:
-            rep = self.ask(
-                role,
-                {
-                    **common,
-                    "path": self.req["problem_path"],
-                    "module_name": "pragma_problem",
-                    "class_name": "Model",
-                    "import_seed": self.seeds["problem_import"],
-                },
-                payload=self.init_inputs,
+        rep = self.ask(
+            "reference",
+            {
+                **common,
+                "path": self.req["problem_path"],
+                "module_name": "pragma_problem",
+                "class_name": "Model",
+                "import_seed": self.seeds["problem_import"],
+            },
+            payload=self.init_inputs,
+        )
+        if rep.get("ok") is not True:
+            raise Decided(
+                {"status": "runtime_error", "message": f"the reference failed to load: {str(rep.get('error'))[:2000]}"}
             )
-            if rep.get("ok") is not True:
-                raise Decided(
-                    {
-                        "status": "runtime_error",
-                        "message": f"the reference failed to load: {str(rep.get('error'))[:2000]}",
-                    }
-                )
         self.announce("build")
         self._load_impl("candidate", "candidate.py", common)
         if "best" in self.runners:
@@ -224,19 +216,11 @@ class RunnerLifecycle(JudgeState):
                 self.best_error = d.result.get("message", "")[:500]
                 self.runners.pop("best").kill()
                 self.bindings.pop("best")
-        # The spares that only serve a timing against the best go when there is none (or it failed).
-        beside_best = {TIMED_CANDIDATE, CONFIRM["candidate"], CONFIRM["best"], SECOND_SET["best"]}
-        spares = {
-            SECOND_SET["candidate"]: "candidate.py",
-            SECOND_SET["best"]: "best.py",
-            TIMED_CANDIDATE: "candidate.py",
-            CONFIRM["candidate"]: "candidate.py",
-            CONFIRM["best"]: "best.py",
-        }
+        spares = {TIMED_CANDIDATE: "candidate.py", CONFIRM["candidate"]: "candidate.py", CONFIRM["best"]: "best.py"}
         for spare, filename in spares.items():
             if spare not in self.runners:
                 continue
-            if "best" in self.runners or spare not in beside_best:
+            if "best" in self.runners:
                 self._load_impl(spare, filename, common)
             else:
                 self.runners.pop(spare).kill()
@@ -292,11 +276,7 @@ class RunnerLifecycle(JudgeState):
     def guard(self, when: str) -> None:
         """Process-level rules: the runner's own findings (advisory) and what /proc shows (not)."""
         allowance = 2 * (self.n_threads - 1)
-        # The best passed before: its quirks must not reject the candidate. The candidate's second
-        # runner is guarded whenever it runs (it waits stopped during a confirmation).
-        for role in [
-            r for r in ("candidate", SECOND_SET["candidate"]) if r in self.runners and not self.runners[r].stopped
-        ]:
+        for role in ("candidate",):  # the best passed before: its quirks must not reject the candidate
             rep = self.ask(role, {"op": "guards", "thread_allowance": allowance})
             findings = _list_in(rep, "findings")
             for f in findings[:1]:
@@ -320,25 +300,6 @@ class RunnerLifecycle(JudgeState):
         if role == "reference":
             raise Decided({"status": "runtime_error", "message": f"the reference failed while timed: {text}"})
         raise Decided({"status": "runtime_error", "message": f"{role} failed during timing: {text}"})
-
-    def _use_set(self, k: int) -> None:
-        """Make set ``k`` (0: the first runners, 1: ``base.SECOND_SET``) the one the role names point at.
-
-        The two sets trade names, and every per-runner record trades with its runner, so the code
-        that times, reads and audits ``"candidate"`` works on whichever set is active."""
-        if self.active_set == k:
-            return
-        for role, other in SECOND_SET.items():
-            if role not in self.runners or other not in self.runners:
-                continue
-            for name in _PER_RUNNER:
-                table = getattr(self, name)
-                a, b = table.pop(role, None), table.pop(other, None)
-                if b is not None:
-                    table[role] = b
-                if a is not None:
-                    table[other] = a
-        self.active_set = k
 
     def _replace_runner(self, role: str, spare: str) -> None:
         """``spare`` (forked at the start, loaded beside the best) becomes ``role``'s runner; the old one is killed."""

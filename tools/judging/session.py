@@ -35,7 +35,7 @@ import torch
 
 from pragma.tools.judging import acceptance, freshen, peek
 from pragma.tools.judging.audits import Audits
-from pragma.tools.judging.base import SECOND_SET, Binding, Seeds, SpotRead
+from pragma.tools.judging.base import Binding, Seeds, SpotRead
 from pragma.tools.judging.correctness import JUDGE_CHECK_THREADS, Correctness
 from pragma.tools.judging.neighbours import Neighbours, sched_of
 from pragma.tools.judging.runners import CONFIRM, TIMED_CANDIDATE, RunnerLifecycle, _announce
@@ -107,10 +107,8 @@ class Judge(Timing, Audits, Correctness, RunnerLifecycle, Neighbours):
         self.released = False
         self.ref_outs: list[Any] = []
         self.stopped_early = ""
-        self.min_rounds = 0
         self.timed_runner = ""
         self.timed_region = None
-        self.active_set = 0
         self.degenerate_first = ""
         self.spot_gen = torch.Generator().manual_seed(secrets.randbits(63))
         self.spot_unit = None
@@ -127,10 +125,14 @@ class Judge(Timing, Audits, Correctness, RunnerLifecycle, Neighbours):
 
     # --- the whole verification -------------------------------------------------------------------
 
-    def run(self, checks_slot: timing_slot.SlotUse) -> dict[str, Any]:
-        """The verification, inside the machine's slot taken shared by ``main`` (``checks_slot``)."""
-        self.load()
-        return self._checked_and_timed(checks_slot)
+    def run(self) -> dict[str, Any]:
+        # The whole verification shares the machine's slot: never beside another job's timed rounds
+        # (its build, trials and stress variants stream whole inputs and outputs through the memory
+        # the timed kernel reads, and take the other core), beside other jobs' verifications at
+        # will; the timed rounds inside take the slot exclusively (tools/launch/timing_slot.py).
+        with timing_slot.share("verification") as checks_slot:
+            self.load()
+            return self._checked_and_timed(checks_slot)
 
     def _checked_and_timed(self, checks_slot: timing_slot.SlotUse) -> dict[str, Any]:
         with torch.no_grad():
@@ -207,40 +209,6 @@ def main(request_path: str) -> int:
         import triton  # noqa: F401 - imported before the fork: runners then share its import cost
 
     spawn.prime_torch()  # torch's own lazy imports, before the fork (free when forked from the zygote)
-    # Forking the runners, the whole verification and the runners' end share the machine's slot:
-    # never beside another job's timed rounds (forks copy page tables and fault in pages; the build,
-    # trials and stress variants stream whole inputs and outputs through the memory the timed kernel
-    # reads, and take the other core), beside other jobs' verifications at will; the timed rounds
-    # inside take the slot exclusively (tools/launch/timing_slot.py).
-    with timing_slot.share("verification") as checks_slot:
-        judge, result = _judge_in_runners(req, workdir, writable, isolation, checks_slot)
-    result["checks"] = judge.v.checks
-    result["builds"] = judge.builds
-    result["isolation"] = isolation
-    if judge.extra.get("stress"):
-        result["stress"] = judge.extra["stress"]
-    if judge.precise_info:
-        result["precise_reference"] = judge.precise_info
-    if req["backend"] == "gpu":
-        result["device"] = req["device_note"] or req["device"]
-    if judge.best_error:
-        result["best_error"] = judge.best_error
-    _announce(workdir, "done")
-    tmp = workdir / "result.json.tmp"
-    tmp.write_text(json.dumps(result))
-    os.replace(tmp, workdir / "result.json")
-    return 0
-
-
-def _judge_in_runners(
-    req: SandboxedRequest,
-    workdir: Path,
-    writable: list[str],
-    isolation: dict[str, str],
-    checks_slot: timing_slot.SlotUse,
-) -> tuple[Judge, dict[str, Any]]:
-    """Fork the runners, judge, and kill the runners: the judge and its result (a Decided or a judge
-    bug is a result too)."""
     # The same cores for every runner (and the judge between calls): where the scheduler places a
     # process woken by a message (the reference) and one woken by SIGCONT (the candidate) would
     # otherwise differ, and on a loaded machine that difference lands in the speedup. Each runner
@@ -260,9 +228,6 @@ def _judge_in_runners(
         if req["device"] == "cpu":  # on a GPU each would hold a CUDA context of its own
             for spare in CONFIRM.values():
                 runners[spare] = fork_runner(spare)
-    if req["device"] == "cpu":  # the second set of timed runners (base.SECOND_SET says why)
-        for role in [r for r in SECOND_SET if r in runners]:
-            runners[SECOND_SET[role]] = fork_runner(SECOND_SET[role])
     # What every runner's tasks must keep (Judge._check_scheduling): the judge's nice and policy,
     # which a fork inherits, and the pinned cores where pinning worked (else the judge's own set).
     nice, policy, own_cores = sched_of(os.getpid()) or (0, 0, frozenset(os.sched_getaffinity(0)))
@@ -285,7 +250,7 @@ def _judge_in_runners(
     judge = Judge(req, workdir, runners, seeds, isolation)
     judge.sched_expected = sched_expected
     try:
-        result = judge.run(checks_slot)
+        result = judge.run()
     except Decided as d:
         result = {**d.result, "failed_phase": judge.phase}
     except Exception as exc:  # a judge bug is a result too (never a silent ok)
@@ -300,4 +265,19 @@ def _judge_in_runners(
     finally:
         for h in runners.values():
             h.kill()
-    return judge, result
+    result["checks"] = judge.v.checks
+    result["builds"] = judge.builds
+    result["isolation"] = isolation
+    if judge.extra.get("stress"):
+        result["stress"] = judge.extra["stress"]
+    if judge.precise_info:
+        result["precise_reference"] = judge.precise_info
+    if req["backend"] == "gpu":
+        result["device"] = req["device_note"] or req["device"]
+    if judge.best_error:
+        result["best_error"] = judge.best_error
+    _announce(workdir, "done")
+    tmp = workdir / "result.json.tmp"
+    tmp.write_text(json.dumps(result))
+    os.replace(tmp, workdir / "result.json")
+    return 0

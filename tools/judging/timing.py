@@ -12,7 +12,7 @@ import torch
 
 from pragma.tools.judging import acceptance, freshen, stats
 from pragma.tools.judging.audits import AUDIT_ESCAPE_SHARE, AUDIT_FRACTION, MIN_AUDITS, RECORD_FRACTION
-from pragma.tools.judging.base import SECOND_SET, JudgeState
+from pragma.tools.judging.base import JudgeState
 from pragma.tools.judging.neighbours import anon_huge_page_share, child_ticks, cpu_ticks
 from pragma.tools.judging.runners import CONFIRM, TIMED_CANDIDATE
 from pragma.tools.launch import timing_slot
@@ -27,12 +27,7 @@ WARMUP_WINDOW = 5  # calls per window of the settle test (two windows: 10 calls 
 WARMUP_SETTLED = 0.03  # the two windows' medians within 3%: past the first calls' page faults
 
 
-MIN_TIMED_ROUNDS = 30  # sampled rounds before timing may end early (timing_ci_pct), one runner each
-
-
-# The same with both sets of timed runners in every round (two calls of each implementation): at
-# least as many calls as with one set (40 against 30), and rounds enough for MIN_AUDITS audited rounds.
-MIN_TIMED_ROUNDS_BOTH_SETS = 20
+MIN_TIMED_ROUNDS = 30  # sampled rounds before timing may end early (timing_ci_pct)
 
 
 STOP_CHECK_EVERY = 10  # sampled rounds between two looks at the CI (each look: a bootstrap, ~3-9 ms)
@@ -96,12 +91,8 @@ class Timing(JudgeState):
         torch.set_num_threads(self.n_threads)
         self.fresh_candidate()
         roles = ["reference", "candidate"] + (["best"] if "best" in self.runners else [])
-        # The second set of timed runners (base.SECOND_SET), where the judge forked one.
-        second = [SECOND_SET[r] for r in roles if SECOND_SET[r] in self.runners]
-        for name in second:
-            self.ask(name, {"op": "release"})  # as the first set was released after the trials
         masters = self._inputs(self.seeds["timing"])
-        placement = self._bind_timed_inputs(roles + second, masters)
+        placement = self._bind_timed_inputs(roles, masters)
         flops = self.ask("reference", {"op": "flops"})
         # Every element new before every timed round (freshen.Refill), outside the timed calls.
         plans = freshen.Refill.build(masters, self._inputs, self.gen) if self.req["fresh_inputs"] else None
@@ -110,7 +101,7 @@ class Timing(JudgeState):
             if plans is None
             else (plans.describe() or "nothing can change (constant or non-tensor inputs)") + ", before every round"
         )
-        self.idle_ticks = {r: 0 for r in roles + second if r not in ("reference", SECOND_SET["reference"])}
+        self.idle_ticks = {r: 0 for r in roles if r != "reference"}
         self.stop_ticks = {}
         self.call_cpu: dict[str, tuple[int, int]] = {}
         for r in self.idle_ticks:
@@ -125,7 +116,7 @@ class Timing(JudgeState):
         with timing_slot.hold("verifier") as slot:
             self._check_scheduling("before the timed rounds")
             kids0 = {h.pid: child_ticks(h.pid) for h in self.runners.values()}
-            warm, warmup_elapsed_s = self._warm_up(roles, masters, both_sets=bool(second))
+            warm, warmup_elapsed_s = self._warm_up(roles, masters)
             self.spot_count = self._spot_count()
             null_ms = self.null_round_trip_ms()
             samples: dict[str, list[float]] = {r: [] for r in roles}
@@ -152,7 +143,6 @@ class Timing(JudgeState):
                     f"straddles {self.bar:.3f}: one more batch"
                 )
                 batches += 1
-            self._use_set(0)
             confirmation = {}
             if "best" in roles and spares:
                 low, _ = stats.ratio_ci(samples["best"], samples["candidate"])
@@ -166,11 +156,6 @@ class Timing(JudgeState):
             stray = {k: t for k, t in stray.items() if t > 0}
             self._check_scheduling("after the timed rounds")
             self._judge_children(kids0)
-            for r in roles:  # each implementation's calls in both sets: one CPU figure
-                if SECOND_SET[r] in self.call_cpu:
-                    ticks_b, ns_b = self.call_cpu.pop(SECOND_SET[r])
-                    ticks, ns = self.call_cpu.get(r, (0, 0))
-                    self.call_cpu[r] = (ticks + ticks_b, ns + ns_b)
             cores = self.cores_used(["reference", "candidate"])
             huge = {r: anon_huge_page_share(self.runners[r].pid) for r in ("reference", "candidate")}
         for r in self.idle_ticks:
@@ -207,9 +192,6 @@ class Timing(JudgeState):
             "spot_read_ms_per_call": statistics.median(self.spot_ns) / 1e6 if self.spot_ns else 0.0,
             "input_placement": placement,
             "candidate_timed_in": self.timed_runner,
-            # Runner processes per implementation in every timed round (base.SECOND_SET): a
-            # sample is the mean of this many calls, and timed_calls counts the calls.
-            "runners_per_round": 2 if second else 1,
             "confirmation": confirmation,
             "extra_batches": batches,
             "sequential_log": decision_log,
@@ -220,18 +202,11 @@ class Timing(JudgeState):
             f"{null_ms * 1e3:.0f} us, the same for every implementation)",
         }
 
-    def _warm_up(self, roles: list[str], masters: list[Any], both_sets: bool = False) -> tuple[int, float]:
+    def _warm_up(self, roles: list[str], masters: list[Any]) -> tuple[int, float]:
         """Whole rounds until every implementation had ``warmup_calls`` calls, then until its call
-        times settled or ``warmup_s`` passed, whichever comes first (see ``settled``).
-
-        ``both_sets``: every round calls each implementation in both sets of timed runners, and
-        what must settle is the round's mean of the two calls, as the timed rounds sample it (a
-        first call's page faults in either runner show in it). Warmed one set after the other, or
-        each runner settling on its own, the warm-up took up to twice as long: four noisy series
-        must all pass the 3% test at once."""
+        times settled or ``warmup_s`` passed, whichever comes first (see ``settled``)."""
         t_start = perf_counter_ns()
         warm = 0
-        sets = [0, 1] if both_sets else [self.active_set]
         times: dict[str, list[float]] = {r: [] for r in roles}
         while warm < WARMUP_MAX_ROUNDS and (
             warm < int(self.req["warmup_calls"])
@@ -240,18 +215,12 @@ class Timing(JudgeState):
                 and not all(settled(t) for t in times.values())
             )
         ):
-            round_ms = dict.fromkeys(roles, 0.0)
-            for k in sets[warm % len(sets) :] + sets[: warm % len(sets)]:
-                self._use_set(k)
-                self._new_spots()
-                for role in roles[warm % len(roles) :] + roles[: warm % len(roles)]:
-                    round_ms[role] += self.timed_call(role)[0] / len(sets)
-                self._spot_check(roles, masters, -1 - warm)
-            for role, ms in round_ms.items():
-                times[role].append(ms)
+            self._new_spots()
+            for role in roles[warm % len(roles) :] + roles[: warm % len(roles)]:
+                times[role].append(self.timed_call(role)[0])
             self.warm_ms = times["reference"]
+            self._spot_check(roles, masters, -1 - warm)
             warm += 1
-        self._use_set(sets[0])
         return warm, (perf_counter_ns() - t_start) / 1e9
 
     def confirm(
@@ -282,7 +251,7 @@ class Timing(JudgeState):
             self.stop_ticks[role] = cpu_ticks(self.runners[role].pid)
         warm, _ = self._warm_up(roles, masters)
         samples: dict[str, list[float]] = {r: [] for r in roles}
-        self._run_batch(roles, masters, plans, timed, first, samples, audited, recorded, both_sets=False)
+        self._run_batch(roles, masters, plans, timed, first, samples, audited, recorded)
         low, high = stats.ratio_ci(samples["best"], samples["candidate"])
         return {
             "samples_ms": samples,
@@ -302,31 +271,22 @@ class Timing(JudgeState):
         audited: list[int],
         recorded: list[int],
         stop_pct: float = 0.0,
-        both_sets: bool = True,
     ) -> int:
         """``timed`` sampled rounds plus the recorded ones, from round ``first``; returns how many ran.
 
-        ``stop_pct`` > 0: the batch ends early, after at least ``min_rounds`` sampled rounds
+        ``stop_pct`` > 0: the batch ends early, after at least ``MIN_TIMED_ROUNDS`` sampled rounds
         (checked every ``STOP_CHECK_EVERY``), once the 95% CI of the speedup over the reference lies
-        within +-``stop_pct`` percent of it (``self.stopped_early`` says when).
-
-        ``both_sets``: every round calls each implementation in both sets of timed runners, in a
-        random order, and its sample is the mean of the two calls (where a second set exists:
-        base.SECOND_SET); the confirmation times its own pair only. Both sets in every round, rather
-        than one set per round: the round's fixed costs (new inputs, spot checks) are paid once for
-        both, and a round's sample already averages the two processes, so the CI that may end
-        timing early is not widened by the difference between them."""
-        both_sets = both_sets and SECOND_SET["candidate"] in self.runners
+        within +-``stop_pct`` percent of it (``self.stopped_early`` says when)."""
+        k = len(roles)
         # Recorded rounds are extra rounds (the recording slows the call): ``timed`` samples remain.
         # Not with Triton: the launch hook that hides the interpreter's own aten plumbing from the
         # recorder is removed before timing (it would slow every timed launch).
         n_record = 0 if self.req["backend"] == "gpu" else max(1, round(timed * RECORD_FRACTION))
         rounds = range(first, first + timed + n_record)
-        # A batch that may end early draws all its audits but one among the first ``min_rounds``
+        # A batch that may end early draws all its audits but one among the first MIN_TIMED_ROUNDS
         # rounds (the rest among all; the round it ends on is always audited): ending early must
         # not mean fewer audits (MIN_AUDITS says why 17). A batch shorter than that is audited whole.
-        self.min_rounds = MIN_TIMED_ROUNDS_BOTH_SETS if both_sets else MIN_TIMED_ROUNDS
-        early = rounds[: min(len(rounds), self.min_rounds)] if stop_pct > 0 else rounds
+        early = rounds[: min(len(rounds), MIN_TIMED_ROUNDS)] if stop_pct > 0 else rounds
         n_audit = min(len(rounds), max(MIN_AUDITS, round(timed * AUDIT_FRACTION)))
         audit_set = self._draw(early, rounds, n_audit - 1, n_audit)
         record_set = self._draw(early, rounds, 1, n_record) if n_record else set()
@@ -335,59 +295,38 @@ class Timing(JudgeState):
         for i in rounds:
             if fresh:  # round 0 too: the warm-up rounds saw the first inputs
                 self._freshen(roles, masters, plans, i)
+            self._new_spots()
+            round_ms: dict[str, float] = {}
             record = i in record_set
-            sets = [0, 1] if both_sets else [self.active_set]
-            self.audit_rng.shuffle(sets)
-            # An audited round audits one set's calls, drawn in secret: every audited call is a timed
-            # call like the others, so the escape bound (MIN_AUDITS) holds as with one set.
-            audit_in = self.audit_rng.choice(sets) if i in audit_set else None
-            round_ms = dict.fromkeys(roles, 0.0)
-            audited_here = False
-            for s in sets:
-                self._use_set(s)
-                self._new_spots()
-                for role, ms in self._round_calls(roles, i, record).items():
-                    round_ms[role] += ms / len(sets)  # the mean over both processes
-                if self._spot_check(roles, masters, i):  # every round, audited in full or not
-                    audited_here = True
-                elif s == audit_in:
-                    self._audit(roles, masters, i)
-                    audited_here = True
+            # A fresh random order every round: with a fixed rotation one implementation follows a
+            # given other more often than the rest, and who ran just before (its spinning threads,
+            # the caches it left) showed up as a few percent, always in the same direction, under load.
+            for role in self.audit_rng.sample(roles, k):
+                ms, rep = self.timed_call(role, record=record and role != "reference")
+                round_ms[role] = ms
+                if record and role != "reference":
+                    ops = rep.get("compute_ops") if isinstance(rep.get("compute_ops"), list) else []
+                    if ops:
+                        raise self.v.reject(
+                            "no_torch_compute",
+                            f"timed call {i} ({role}): forward dispatched "
+                            f"torch compute ops: {', '.join(str(o)[:60] for o in ops[:8])}",
+                        )
             if record:
                 recorded.append(i)  # slowed by the recording: not a timing sample
             else:
                 n_sampled += 1
                 for role, ms in round_ms.items():
                     samples[role].append(ms)
+            escalated = self._spot_check(roles, masters, i)  # every round, audited in full or not
             last = i == rounds[-1] or (not record and self._precise_enough(samples, n_sampled, stop_pct))
-            if last and not audited_here:  # the last call of every batch is audited too (the set run last)
+            if (i in audit_set or last) and not escalated:  # the last call of every batch is audited too
                 self._audit(roles, masters, i)
-                audited_here = True
-            if audited_here:
+            if i in audit_set or last or escalated:
                 audited.append(i)
             if last:
                 return i - first + 1
         return len(rounds)
-
-    def _round_calls(self, roles: list[str], i: int, record: bool) -> dict[str, float]:
-        """One timed call of each implementation in the active set, in a fresh random order: ms per role.
-
-        Why the order: with a fixed rotation one implementation follows a given other more often
-        than the rest, and who ran just before (its spinning threads, the caches it left) showed up
-        as a few percent, always in the same direction, under load."""
-        round_ms: dict[str, float] = {}
-        for role in self.audit_rng.sample(roles, len(roles)):
-            ms, rep = self.timed_call(role, record=record and role != "reference")
-            round_ms[role] = ms
-            if record and role != "reference":
-                ops = rep.get("compute_ops") if isinstance(rep.get("compute_ops"), list) else []
-                if ops:
-                    raise self.v.reject(
-                        "no_torch_compute",
-                        f"timed call {i} ({role}): forward dispatched "
-                        f"torch compute ops: {', '.join(str(o)[:60] for o in ops[:8])}",
-                    )
-        return round_ms
 
     def _precise_enough(self, samples: dict[str, list[float]], n_sampled: int, stop_pct: float) -> bool:
         """Whether the timed rounds can end here: the speedup's 95% CI within +-``stop_pct``%.
@@ -396,7 +335,7 @@ class Timing(JudgeState):
         round) and its CI is within +-1.5% after 30-100 of them (50 typical); a noisier machine
         keeps timing up to ``timed_calls``. The rule looks at the CI's width only, never at where
         the speedup lies."""
-        if stop_pct <= 0 or n_sampled < self.min_rounds or n_sampled % STOP_CHECK_EVERY:
+        if stop_pct <= 0 or n_sampled < MIN_TIMED_ROUNDS or n_sampled % STOP_CHECK_EVERY:
             return False
         low, high = stats.ratio_ci(samples["reference"], samples["candidate"])
         mid = stats.paired_speedup(samples["reference"], samples["candidate"])

@@ -183,9 +183,6 @@ class VerifyResult(TypedDict):
     """How the timed inputs were placed in shared memory for each runner, in words."""
     candidate_timed_in: str
     """Which runner timed the candidate (the trials' runner, or a fresh one beside the best)."""
-    runners_per_round: int
-    """Runner processes per implementation called in every timed round (2 on CPU: judging.base.SECOND_SET,
-    1 on a GPU); a sample is the mean of their calls, and ``timed_calls`` counts calls."""
     confirmation: dict[str, Any]
     """The second pair of runners' timing, when the judge ran one: samples, CI, ``confirmed``."""
     extra_batches: int
