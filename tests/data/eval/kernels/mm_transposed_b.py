@@ -1,4 +1,4 @@
-"""Fast-path kernel for eval/suites/cpu/mm_transposed_b.py: A @ B^T as row-by-row dot products (both operands contiguous in K)."""
+"""Fast-path kernel for eval/suites/cpu/mm_transposed_b.py: A @ B^T as blocks of dot products held as vector partial sums (both operands contiguous in K; tunable block)."""
 
 import ctypes
 
@@ -9,67 +9,49 @@ from torch import nn
 CPP_SOURCE = r"""
 #include <algorithm>
 #include <cstdint>
-// C[M,N] = A[M,K] @ B[K,N] (row-major), optionally + bias[N]. Each MR x NR tile of C is
-// accumulated in registers over the whole K loop and written once.
-constexpr int64_t MR = 4;   // tune: 2 4 8
-constexpr int64_t NR = 64;  // tune: 16 32 64 128
-extern "C" void gemm(const float* A, const float* B, const float* bias, float* C,
-                     int64_t batch, int64_t M, int64_t K, int64_t N) {
-    const int64_t strips = (M + MR - 1) / MR, panels = (N + NR - 1) / NR;
-    #pragma omp parallel for collapse(3) schedule(static)
-    for (int64_t bt = 0; bt < batch; ++bt)
-    for (int64_t p = 0; p < panels; ++p)
-    for (int64_t s = 0; s < strips; ++s) {
-        const float* a = A + bt * M * K;
-        const float* b = B + bt * K * N;
-        float* c = C + bt * M * N;
-        const int64_t i0 = s * MR, j0 = p * NR;
-        const int64_t mr = std::min(MR, M - i0), nr = std::min(NR, N - j0);
-        float acc[MR][NR] = {};
-        if (mr == MR && nr == NR) {
-            for (int64_t k = 0; k < K; ++k) {
-                const float* bk = b + k * N + j0;
-                for (int64_t r = 0; r < MR; ++r) {
-                    const float av = a[(i0 + r) * K + k];
-                    #pragma omp simd
-                    for (int64_t j = 0; j < NR; ++j) acc[r][j] += av * bk[j];
-                }
-            }
-        } else {
-            for (int64_t k = 0; k < K; ++k)
-                for (int64_t r = 0; r < mr; ++r) {
-                    const float av = a[(i0 + r) * K + k];
-                    for (int64_t j = 0; j < nr; ++j) acc[r][j] += av * b[k * N + j0 + j];
-                }
-        }
-        for (int64_t r = 0; r < mr; ++r)
-            for (int64_t j = 0; j < nr; ++j) c[(i0 + r) * N + j0 + j] = acc[r][j] + (bias ? bias[j0 + j] : 0.0f);
-    }
-}
-// Y[M,N] = X[M,K] @ W[N,K]^T (+ bias): dot products of rows, contiguous in K for both operands.
+// Y[M,N] = X[M,K] @ W[N,K]^T (+ bias): rows of both operands are contiguous in K. An IB x JB block of
+// outputs keeps IB*JB vector partial sums (KV lanes each) over K, so each X vector loaded feeds JB FMAs
+// and each W vector IB; the lanes (and the K % KV tail) are summed at the end.
+constexpr int64_t IB = 1;  // tune: 1 2 3 4
+constexpr int64_t JB = 1;  // tune: 1 2 4 8
+constexpr int64_t KV = 16;
 extern "C" void gemm_nt(const float* X, const float* W, const float* bias, float* Y,
                         int64_t M, int64_t K, int64_t N) {
-    #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < M; ++i) {
-        const float* x = X + i * K;
-        for (int64_t j0 = 0; j0 < N; j0 += 4) {
-            const int64_t jn = std::min<int64_t>(4, N - j0);
-            float s[4] = {0.f, 0.f, 0.f, 0.f};
-            for (int64_t jj = 0; jj < jn; ++jj) {
-                const float* w = W + (j0 + jj) * K;
-                float acc = 0.f;
-                #pragma omp simd reduction(+:acc)
-                for (int64_t k = 0; k < K; ++k) acc += x[k] * w[k];
-                s[jj] = acc;
+    const int64_t iblocks = (M + IB - 1) / IB, jblocks = (N + JB - 1) / JB, kfull = K / KV * KV;
+    #pragma omp parallel for collapse(2) schedule(static)
+    for (int64_t ib = 0; ib < iblocks; ++ib)
+        for (int64_t jb = 0; jb < jblocks; ++jb) {
+            const int64_t i0 = ib * IB, j0 = jb * JB;
+            const int64_t im = std::min(IB, M - i0), jm = std::min(JB, N - j0);
+            float acc[IB][JB][KV] = {};
+            if (im == IB && jm == JB) {
+                for (int64_t k0 = 0; k0 < kfull; k0 += KV)
+                    for (int64_t a = 0; a < IB; ++a)
+                        for (int64_t c = 0; c < JB; ++c) {
+                            const float* xa = X + (i0 + a) * K + k0;
+                            const float* wc = W + (j0 + c) * K + k0;
+                            #pragma omp simd
+                            for (int64_t l = 0; l < KV; ++l) acc[a][c][l] += xa[l] * wc[l];
+                        }
+            } else {
+                for (int64_t k0 = 0; k0 < kfull; k0 += KV)
+                    for (int64_t a = 0; a < im; ++a)
+                        for (int64_t c = 0; c < jm; ++c)
+                            for (int64_t l = 0; l < KV; ++l)
+                                acc[a][c][l] += X[(i0 + a) * K + k0 + l] * W[(j0 + c) * K + k0 + l];
             }
-            for (int64_t jj = 0; jj < jn; ++jj) Y[i * N + j0 + jj] = s[jj] + (bias ? bias[j0 + jj] : 0.0f);
+            for (int64_t a = 0; a < im; ++a)
+                for (int64_t c = 0; c < jm; ++c) {
+                    float s = 0.0f;
+                    for (int64_t l = 0; l < KV; ++l) s += acc[a][c][l];
+                    for (int64_t k = kfull; k < K; ++k) s += X[(i0 + a) * K + k] * W[(j0 + c) * K + k];
+                    Y[(i0 + a) * N + j0 + c] = s + (bias ? bias[j0 + c] : 0.0f);
+                }
         }
-    }
 }
 """
 
 _lib = load_cpp(CPP_SOURCE, name="mm_transposed_b")
-_lib.gemm.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int64] * 4
 _lib.gemm_nt.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int64] * 3
 
 
