@@ -100,12 +100,28 @@ def variant(code: str, params: dict[str, str]) -> str:
 
 
 def gate_reserve_s(result: dict[str, Any]) -> float:
-    """Seconds kept free inside the budget for the winner's gate, so that a sweep ends within its
-    budget gate included: the gate is one verification at the run's settings, like the candidate's
-    own, less its compiles (the winner and the best come from the build cache by then)."""
+    """Seconds kept free inside the budget for the winner's gate before any variant was timed: the
+    gate is one verification at the run's settings, like the candidate's own, less its compiles
+    (the winner and the best come from the build cache by then)."""
     phases = result.get("phases_s") or {}
     compiles = float(phases.get("build", 0.0)) + float(phases.get("build_best", 0.0))
     return max(0.0, float(result.get("wall_s", 0.0)) - compiles)
+
+
+def gate_estimate_s(sweep: dict[str, Any]) -> float:
+    """The winner's gate, as the timed variants predict it. A variant is head to head like the gate
+    (candidate, best point and reference in each round) but times ``SWEEP_TIMED_CALLS`` rounds where
+    the gate times the run's ``timed_calls``: its time phase scales by that ratio, the rest (checks,
+    sandbox start, waits for the timing slot) does not. The longest variant's, so the estimate holds
+    under the load that slowed it. Why not the candidate's own verification alone: it had no best
+    to time beside it, and the gates of the 36-problem suite took 1.3-6x it (a GEMM's 27 s against
+    4.4 s: 63 s spent of a 60 s budget)."""
+    ratio = float(sweep.get("gate_rounds_ratio", 1.0))  # absent in sweeps checkpointed before it
+    reserve = float(sweep.get("gate_reserve_s", 0.0))
+    for t in sweep["trials"]:
+        wall, timing = float(t["wall_s"]), float(t.get("time_s", 0.0))
+        reserve = max(reserve, wall - timing + timing * ratio)
+    return reserve
 
 
 def new_sweep(candidate: dict[str, Any], result: dict[str, Any], ctx: Context) -> dict[str, Any]:
@@ -131,6 +147,8 @@ def new_sweep(candidate: dict[str, Any], result: dict[str, Any], ctx: Context) -
         "spent_s": 0.0,
         "budget_s": float(ctx.tune_budget_s),
         "gate_reserve_s": gate_reserve_s(result),
+        # the gate's timed rounds per variant's (gate_estimate_s)
+        "gate_rounds_ratio": ctx.timed_calls / max(1, min(ctx.timed_calls, SWEEP_TIMED_CALLS)),
         "gate": {},
         "done": False,
     }
@@ -216,13 +234,12 @@ def sweep_context(ctx: Context) -> Context:
 
 def _time_left(sweep: dict[str, Any]) -> bool:
     """Whether another variant fits the budget: the seconds spent, plus the median variant's so far
-    (a variant's verification takes 1-20 s here, most of it under load), plus the gate's reserve,
+    (a variant's verification takes 1-20 s here, most of it under load), plus the gate's estimate,
     stay below it. So a sweep ends before the budget rather than one long variant after it, and
     the winner's gate fits too (before the reserve, a 60 s sweep took up to 75 s with its gate)."""
     walls = sorted(float(t["wall_s"]) for t in sweep["trials"])
     expected = walls[len(walls) // 2] if walls else 0.0
-    reserve = float(sweep.get("gate_reserve_s", 0.0))  # absent in sweeps checkpointed before it
-    return sweep["spent_s"] + expected + reserve < sweep["budget_s"]
+    return sweep["spent_s"] + expected + gate_estimate_s(sweep) < sweep["budget_s"]
 
 
 def _step(state: PragmaState, ctx: Context, sweep: dict[str, Any]) -> dict[str, Any]:
@@ -272,6 +289,7 @@ def _step(state: PragmaState, ctx: Context, sweep: dict[str, Any]) -> dict[str, 
                 "vs_point": vs_point,  # median speedup over the best point so far, same session
                 "runtime_ms": float(res["runtime_ms"]),
                 "wall_s": float(res["wall_s"]),
+                "time_s": float((res.get("phases_s") or {}).get("time", 0.0)),  # its timed rounds
                 "improved": improved,
                 "message": "" if res["status"] == "ok" else str(res["message"])[:300],
             }

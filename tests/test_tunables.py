@@ -124,6 +124,15 @@ def test_the_budget_keeps_room_for_the_winners_gate():
     assert not tune._time_left(s)  # 30 + 10 + 22 > 60: without the reserve this variant ran, then the gate
     assert tune._time_left({**s, "gate_reserve_s": 15.0})
     assert tune._time_left({k: v for k, v in s.items() if k != "gate_reserve_s"})  # a sweep checkpointed before
+    # Once variants were timed, the gate is predicted from the longest: its timed rounds scale to the
+    # run's timed_calls (100 against the variants' 30), the rest does not. 36-problem suite: a GEMM's
+    # gate took 27 s where the candidate's own verification took 4.4 s, and the sweep 63 s of 60.
+    s = {"trials": [{"wall_s": 14.0, "time_s": 10.0}], "spent_s": 14.0, "budget_s": 60.0, "gate_reserve_s": 4.0}
+    s["gate_rounds_ratio"] = Context().timed_calls / 30
+    assert tune.gate_estimate_s(s) == pytest.approx(4.0 + 10.0 * 100 / 30)
+    assert not tune._time_left(s)  # 14 + 14 + 37 > 60: the second variant would leave no room for the gate
+    assert tune._time_left({**s, "trials": [{"wall_s": 14.0}]})  # sweeps checkpointed before: the wall alone
+    assert tune.gate_estimate_s({**s, "trials": [{"wall_s": 1.0, "time_s": 0.5}]}) == 4.0  # never below the reserve
     # Where not even the gate fits, nothing is built or timed: the sweep goes to its (skipped) gate.
     candidate = {"iteration": 1, "code": MODULE}
     assert tune.new_sweep(candidate, verified, Context(tune_budget_s=60))["phase"] == "build"
