@@ -8,7 +8,7 @@ LOCAL_STAMP := $(VENV)/.installed-local
 # llama.cpp for the embedded model, portable x86-64 flags (no -march=native in a shared wheel cache).
 LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: setup setup-local system-tools bytecode demo test test-fast test-local lint bench bench-retrieval eval-overhead clean
+.PHONY: setup setup-local system-tools bytecode demo test test-fast test-local lint bench bench-retrieval eval-overhead tuner-gain clean
 
 setup: $(STAMP) system-tools bytecode
 
@@ -111,6 +111,19 @@ eval-overhead: setup
 	$(BIN)/python tests/data/eval/scripted_suite.py pragma-out/eval-script.json eval run eval/suites/cpu \
 	  --mode no-profile --workers 2 --max-iterations 1 --coder-model scripted:coder --run-id $(OVERHEAD_RUN)
 	$(BIN)/pragma eval report $(OVERHEAD_RUN) --out pragma-out/eval-overhead
+
+# What the tuner buys (issue 32): the 36-problem suite with the scripted model's stored kernels, once
+# without the tuner and once with it (equal LLM calls), then tuned over untuned per problem (~25 min
+# on 2 cores; docs/eval.md "Tuner gain").
+TUNER_RUN ?= tuner-$(shell date +%Y%m%d-%H%M%S)
+tuner-gain: setup
+	mkdir -p pragma-out
+	$(BIN)/python -c "import json, sys, pathlib; sys.path.insert(0, 'tests/data/eval'); import scripted_suite as s; \
+	  json.dump(s.build_script([p.stem for p in pathlib.Path('eval/suites/cpu').glob('*.py')]), open('pragma-out/eval-script.json', 'w'))"
+	for t in 0 60; do $(BIN)/python tests/data/eval/scripted_suite.py pragma-out/eval-script.json eval run eval/suites/cpu \
+	  --mode pragma --workers 2 --max-iterations 1 --coder-model scripted:coder --set tune_budget_s=$$t \
+	  --run-id $(TUNER_RUN)-tune$$t || exit 1; done
+	$(BIN)/python -m pragma.eval.tuner_gain $(TUNER_RUN)-tune60 --untuned $(TUNER_RUN)-tune0 --json pragma-out/tuner-gain.json
 
 bench: setup
 	$(BIN)/python -m pragma.eval.bench_compile

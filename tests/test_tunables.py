@@ -124,14 +124,24 @@ def test_the_budget_keeps_room_for_the_winners_gate():
     assert not tune._time_left(s)  # 30 + 10 + 22 > 60: without the reserve this variant ran, then the gate
     assert tune._time_left({**s, "gate_reserve_s": 15.0})
     assert tune._time_left({k: v for k, v in s.items() if k != "gate_reserve_s"})  # a sweep checkpointed before
-    # Once variants were timed, the gate is predicted from the longest: its timed rounds scale to the
-    # run's timed_calls (100 against the variants' 30), the rest does not. 36-problem suite: a GEMM's
-    # gate took 27 s where the candidate's own verification took 4.4 s, and the sweep 63 s of 60.
-    s = {"trials": [{"wall_s": 14.0, "time_s": 10.0}], "spent_s": 14.0, "budget_s": 60.0, "gate_reserve_s": 4.0}
-    s["gate_rounds_ratio"] = Context().timed_calls / 30
-    assert tune.gate_estimate_s(s) == pytest.approx(4.0 + 10.0 * 100 / 30)
-    assert not tune._time_left(s)  # 14 + 14 + 37 > 60: the second variant would leave no room for the gate
-    assert tune._time_left({**s, "trials": [{"wall_s": 14.0}]})  # sweeps checkpointed before: the wall alone
+    # Once variants were timed, the gate is predicted from the longest: its rounds (three calls and
+    # fresh inputs each) scale from 30 to the run's timed_calls, the rest (the timing slot's wait,
+    # warm-up, checks) does not; a second pair of runners doubles the rounds unless the winner leads
+    # by the confirmation margin. 36-problem suite: a GEMM's gate took 27 s where the candidate's own
+    # verification took 4.4 s (63 s of 60 spent); a 1x1 convolution's 11 s time phase was mostly waiting.
+    from pragma.tools.judging import acceptance
+
+    trial = {"wall_s": 14.0, "time_s": 10.0, "round_ms": 120.0, "vs_point": 1.1, "improved": True}
+    s = {"trials": [trial], "spent_s": 14.0, "budget_s": 60.0, "gate_reserve_s": 4.0}
+    s |= {"variant_rounds": 30, "gate_rounds": Context().timed_calls, "gate_bar": 1.08}
+    assert 1.1 < acceptance.CONFIRM_BELOW * 1.08  # a confirmation pair: twice the rounds
+    assert tune.gate_estimate_s(s) == pytest.approx(14.0 - 3.6 + 100 * 0.12 * 2)
+    assert not tune._time_left(s)  # 14 + 14 + 34.4 > 60: the second variant would leave no room for the gate
+    lead = {**s, "trials": [{**trial, "vs_point": 2.0}]}  # a lead past the margin: one pair
+    assert tune.gate_estimate_s(lead) == pytest.approx(14.0 - 3.6 + 100 * 0.12)
+    assert tune._time_left(lead)  # 14 + 14 + 22.4 < 60
+    old = {k: v for k, v in s.items() if k not in ("variant_rounds", "gate_rounds")}
+    assert tune.gate_estimate_s({**old, "trials": [{"wall_s": 14.0}]}) == 14.0  # checkpointed before: the wall
     assert tune.gate_estimate_s({**s, "trials": [{"wall_s": 1.0, "time_s": 0.5}]}) == 4.0  # never below the reserve
     # Where not even the gate fits, nothing is built or timed: the sweep goes to its (skipped) gate.
     candidate = {"iteration": 1, "code": MODULE}
