@@ -37,6 +37,7 @@ from pragma.graph.state import PragmaState
 from pragma.nodes.verifier import ATTEMPT_KEYS, code_diff
 from pragma.tools import tunables
 from pragma.tools.backends import backend_for
+from pragma.tools.judging import acceptance
 
 log = logging.getLogger("pragma.tune")
 
@@ -120,8 +121,6 @@ def gate_estimate_s(sweep: dict[str, Any]) -> float:
     best beside it, and the gates of the 36-problem suite took 1.3-6x it (a GEMM's 27 s against 4.4 s:
     63 s spent of a 60 s budget); why not the variant's time phase scaled whole: under load most of
     it was the slot's wait (a 1x1 convolution's 11 s time phase, a gate of 16 s)."""
-    from pragma.tools.judging import acceptance
-
     variant_rounds = float(sweep.get("variant_rounds", 0.0))  # absent in sweeps checkpointed before
     gate_rounds = float(sweep.get("gate_rounds", 0.0))
     lead = 1.0
@@ -164,7 +163,7 @@ def new_sweep(candidate: dict[str, Any], result: dict[str, Any], ctx: Context) -
         # what gate_estimate_s scales a variant's rounds by, and the bar of the gate's confirmation
         "variant_rounds": min(ctx.timed_calls, SWEEP_TIMED_CALLS),
         "gate_rounds": ctx.timed_calls,
-        "gate_bar": 1.0 + float(ctx.acceptance_margin),
+        "gate_bar": acceptance.bar(float(ctx.acceptance_margin)),
         "gate": {},
         "done": False,
     }

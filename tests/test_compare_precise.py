@@ -4,6 +4,7 @@ reference pass where the fp32 comparison refused them (issue 33), wrong kernels 
 outputs stay exact. The verifier's use of it runs through the installed CLI in
 tests/test_verifier_redteam.py (honest_matvec_*, honest_cumsum_fp32)."""
 
+import pytest
 import torch
 
 from pragma.tools.judging import stress
@@ -40,8 +41,16 @@ def _matvec_case(seed: int = 0):
 
 
 def test_a_16_lane_fp32_matvec_on_mixed_signs_passes_against_float64_where_fp32_refused_it():
-    A, x, ref, precise, magnitude, atol = _matvec_case(2)  # a draw where the refusal shows
-    honest = _lanes16(A, x)
+    # A draw where the refusal shows. Which draws those are depends on the machine: torch's fp32
+    # matvec sums in the order of the BLAS it dispatches to (draw 2 on an AMD EPYC; not on an Intel
+    # Xeon with AVX-512, where the honest lanes matched the fp32 reference there by chance).
+    for seed in range(2, 12):
+        A, x, ref, precise, magnitude, atol = _matvec_case(seed)
+        honest = _lanes16(A, x)
+        if not compare(ref, honest, atol, RTOL)["ok"]:
+            break
+    else:
+        pytest.skip("no draw of 10 shows the fp32 refusal with this machine's torch matvec")
     # the fp32 reference's own rounding lies beyond the peak-scaled tolerance: no kernel can rely on it
     assert float(((ref.double() - precise).abs() / (atol + RTOL * ref.abs())).max()) > 1
     assert not compare(ref, honest, atol, RTOL)["ok"]  # the refusal of issue 33, reproduced

@@ -221,4 +221,12 @@ def test_each_fast_form_is_vector_code_on_an_avx2_build_too(label, tmp_path, mon
     width = bench.vector_width(cext.build_cpp(cpp, extra_flags=("-mno-avx512f",), name=f"avx2_{label}"))
     if label in SCALAR_BY_DESIGN:
         return
+    if not width.startswith("ymm"):
+        # What this test guards is AVX2 losing what the AVX-512 build vectorizes. A strict-order window
+        # sum (kb_avg_pool2d) is vector code only where g++'s tuning vectorizes across windows: with
+        # -march=native on an AMD Zen 4 it was (ymm here, zmm natively); on an Intel Xeon with AVX-512
+        # neither build was, which is that machine's cost model, not this body's fault.
+        native = bench.vector_width(cext.build_cpp(cpp, name=f"native_{label}"))
+        if not native.startswith(("zmm", "ymm")):
+            pytest.skip(f"{label}: this machine's native build is not vector code either ({native})")
     assert width.startswith("ymm"), f"{label}: the AVX2 build's widest packed vectors are {width}"
