@@ -159,7 +159,6 @@ def new_sweep(candidate: dict[str, Any], result: dict[str, Any], ctx: Context) -
         "spent_s": 0.0,
         "budget_s": float(ctx.tune_budget_s),
         "gate_reserve_s": gate_reserve_s(result),
-        # the gate's timed rounds per variant's (gate_estimate_s)
         # what gate_estimate_s scales a variant's rounds by, and the bar of the gate's confirmation
         "variant_rounds": min(ctx.timed_calls, SWEEP_TIMED_CALLS),
         "gate_rounds": ctx.timed_calls,
