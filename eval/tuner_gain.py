@@ -62,12 +62,17 @@ def _tuned_children(run_id: str, mode: str, problems: list[str]) -> dict[str, li
     return out
 
 
+def accepted(children: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tuner children the gate crowned (each became the best)."""
+    return [c for c in children if c.get("status") == "ok" and c.get("is_new_best")]
+
+
 def head_to_head(children: list[dict[str, Any]]) -> float:
     """Tuned over untuned for one problem: the product of the accepted children's ratios over the
     kernel each was tuned from (each measured in its gate's session), 1.0 when none was accepted."""
     ratio = 1.0
-    for c in children:
-        if c.get("status") == "ok" and c.get("is_new_best") and c.get("speedup_vs_best"):
+    for c in accepted(children):
+        if c.get("speedup_vs_best"):
             ratio *= float(c["speedup_vs_best"])
     return ratio
 
@@ -81,12 +86,11 @@ def compare(
     problems = []
     for name in sorted(tuned):
         t, u = tuned[name], untuned.get(name)
-        accepted = [c for c in children[name] if c.get("status") == "ok" and c.get("is_new_best")]
         row = {
             "problem": name,
             "tuned_best": float(t.get("best_speedup") or 0.0),
             "head_to_head": head_to_head(children[name]) if t.get("solved") else None,
-            "params": "; ".join(str(c.get("guidance", "")).removeprefix("tuner: ") for c in accepted),
+            "params": "; ".join(str(c.get("guidance", "")).removeprefix("tuner: ") for c in accepted(children[name])),
             "tune_s": float(t.get("tune_s") or 0.0),
             "tune_variants": int(t.get("tune_variants") or 0),
             "llm_calls_tuned": float(t.get("llm_calls") or 0.0),
