@@ -151,6 +151,18 @@ def unit_tests_start_no_process(request, monkeypatch):
             monkeypatch.setattr(owner, name, refuse)
 
 
+def last_level_held_bytes() -> int:
+    """What this machine's last cache level holds as its measured peaks say (a VM's measured share of
+    the size sysfs reports; tools/hardware.usable_share), else the reported size."""
+    from pragma.tools import hardware
+
+    levels = (hardware.cached_peaks() or {}).get("levels") or []
+    if levels:
+        return hardware.held_bytes(levels[-1])
+    llc = hardware.last_level_cache(hardware.cpu_spec())
+    return llc["size_bytes"] if llc else 0
+
+
 def unmeasured_cache_roof(roof: dict) -> str:
     """Why a profile's cache-level roof cannot be checked here ('' when it can): the level it names
     measured no faster than DRAM on one thread (the profiles' default num_threads), so the roof is

@@ -30,10 +30,17 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-PEAKS_VERSION = 4  # bump when the benchmark changes, so stale cached figures are re-measured
+PEAKS_VERSION = 5  # bump when the benchmark changes, so stale cached figures are re-measured
 PEAKS_TIMEOUT_S = 120.0
 TRIAD_MIN_ARRAY_BYTES = 32 * 2**20
 TRIAD_MAX_ARRAY_BYTES = 256 * 2**20
+# A shared last level is also measured at halved sizes, down to twice the level below it (per thread), at most
+# this many sizes in all (each costs ~0.3-1 s once per machine); see cache_roof_levels.
+SHARED_LEVEL_RUNGS = 6
+# A rung still holds its data in the level while it reads at least this share of the smallest
+# rung's bandwidth; below it the data streams from DRAM (a VM's 260 MiB L3 read 19 GB/s at
+# 130 MiB against 28-29 GB/s at 4-64 MiB, DRAM's ordinary-store triad 14.6).
+SHARED_LEVEL_KNEE = 0.8
 
 
 def _read(path: str | Path) -> str:
@@ -363,23 +370,67 @@ def cache_roof_levels(spec: dict[str, Any]) -> list[dict[str, Any]]:
     """The data cache levels a working set can live in, smallest first, with what the benchmark
     measures for each: half the level's size (the other half holds code, stack and whatever the
     kernel's neighbours touch), per thread for private levels (L1, L2), split between threads for
-    shared ones (the last level)."""
+    shared ones (the last level). A shared level also gets ``rungs_1t_bytes``: that half, then
+    halved again down to twice the level below for each thread. Why: a VM reports its host's whole last level (a
+    2-core VM here: 260 MiB of L3); its share is far smaller, the half-size benchmark streamed from
+    DRAM and every 4-130 MB working set got DRAM's roof under an L3 label, which honest kernels
+    exceeded. The rungs find the size the level really holds (``usable_share``)."""
     data = sorted((c for c in spec.get("caches", []) if c["type"] in ("Data", "Unified")), key=lambda c: c["level"])
     cores = max(1, int(spec.get("cores", 1)))
     llc = last_level_cache(spec)
     out = []
+    below = 0
     for c in data:
         # The last unified level is shared by the cores of a socket/CCX; lower levels are per core.
         shared = llc is not None and c is llc and c["level"] >= 3
-        out.append(
-            {
-                "name": c["name"],
-                "size_bytes": c["size_bytes"],
-                "shared": shared,
-                "bench_1t_bytes": c["size_bytes"] // 2,
-                "bench_per_thread_all_bytes": c["size_bytes"] // (2 * cores) if shared else c["size_bytes"] // 2,
-            }
-        )
+        level = {
+            "name": c["name"],
+            "size_bytes": c["size_bytes"],
+            "shared": shared,
+            "bench_1t_bytes": c["size_bytes"] // 2,
+            "bench_per_thread_all_bytes": c["size_bytes"] // (2 * cores) if shared else c["size_bytes"] // 2,
+        }
+        if shared:
+            rungs = [c["size_bytes"] // 2]
+            # Down to twice the level below per thread, so the all-threads figure is this level's too.
+            while len(rungs) < SHARED_LEVEL_RUNGS and rungs[-1] // 2 >= 2 * below * cores:
+                rungs.append(rungs[-1] // 2)
+            level["rungs_1t_bytes"] = rungs
+        out.append(level)
+        below = c["size_bytes"]
+    return out
+
+
+def bench_args(levels: list[dict[str, Any]], cores: int) -> list[str]:
+    """The peak benchmark's level arguments ("bytes_1t:bytes_per_thread_all"), every rung of a
+    shared level after its own half-size figure's place, in ``levels`` order."""
+    args = []
+    for lv in levels:
+        for r in lv.get("rungs_1t_bytes") or [lv["bench_1t_bytes"]]:
+            per_thread = r // max(1, cores) if lv["shared"] else lv["bench_per_thread_all_bytes"]
+            args.append(f"{r}:{per_thread}")
+    return args
+
+
+def usable_share(level: dict[str, Any], figures: list[tuple[float, float]]) -> dict[str, Any]:
+    """A level with its measured bandwidths, from the benchmark's figures for its rungs (largest
+    first; one figure for a level without rungs). The level holds what it is said to hold
+    (``usable_bytes`` = its size) when the half-size rung reads like the smaller ones (at least
+    ``SHARED_LEVEL_KNEE`` of the smallest rung's bandwidth, one thread); otherwise it holds the
+    largest rung that does. Its bandwidth is the best of the rungs it holds: a kernel whose working
+    set is a small part of the level runs as fast as the smallest rung, and its roof must not be
+    lower (a roof below what an honest kernel reaches is the measurement problem this avoids)."""
+    rungs = level.get("rungs_1t_bytes") or [level["bench_1t_bytes"]]
+    pairs = list(zip(rungs, figures, strict=True))
+    floor = SHARED_LEVEL_KNEE * pairs[-1][1][0]
+    held = [(r, f) for r, f in pairs if f[0] >= floor] or pairs[-1:]
+    usable = level["size_bytes"] if held[0][0] == rungs[0] else held[0][0]
+    out = {k: v for k, v in level.items() if k != "rungs_1t_bytes"}
+    out["usable_bytes"] = usable
+    out["gbs_1t"] = max(f[0] for _, f in held)
+    out["gbs_all"] = max(f[1] for _, f in held)
+    if len(pairs) > 1:
+        out["rungs"] = [{"bytes_1t": r, "gbs_1t": f[0], "gbs_all": f[1]} for r, f in pairs]
     return out
 
 
@@ -415,9 +466,8 @@ def measure_peaks(spec: dict[str, Any] | None = None, timeout_s: float = PEAKS_T
         t0 = time.monotonic()
         try:
             levels = cache_roof_levels(spec)
-            args = [f"{lv['bench_1t_bytes']}:{lv['bench_per_thread_all_bytes']}" for lv in levels]
             run = subprocess.run(
-                [str(exe), str(array_bytes), str(spec["cores"]), *args],
+                [str(exe), str(array_bytes), str(spec["cores"]), *bench_args(levels, spec["cores"])],
                 capture_output=True,
                 text=True,
                 timeout=timeout_s,
@@ -438,8 +488,12 @@ def measure_peaks(spec: dict[str, Any] | None = None, timeout_s: float = PEAKS_T
         figures[f"triad_ordinary_gbs_{threads}"] = ordinary
         figures[f"triad_streaming_gbs_{threads}"] = streaming
         figures[f"triad_gbs_{threads}"] = max(ordinary, streaming)
-    measured = figures.pop("level_gbs", [])
-    figures["levels"] = [{**lv, "gbs_1t": g1, "gbs_all": ga} for lv, (g1, ga) in zip(levels, measured, strict=True)]
+    measured = [tuple(f) for f in figures.pop("level_gbs", [])]
+    figures["levels"] = []
+    for lv in levels:
+        n = len(lv.get("rungs_1t_bytes") or [None])
+        figures["levels"].append(usable_share(lv, measured[:n]))
+        measured = measured[n:]
     return {
         "status": "ok",
         **figures,
@@ -504,7 +558,7 @@ def roof_for_working_set(peak: dict[str, Any], working_set_bytes: float, num_thr
     frac = (n - 1) / (cores - 1) if cores > 1 else 0.0
     _, dram = peaks_for_threads(peak, num_threads)
     for lv in peak.get("levels") or []:
-        capacity = lv["size_bytes"] * (1 if lv["shared"] else n)
+        capacity = held_bytes(lv) * (1 if lv["shared"] else n)
         if working_set_bytes <= capacity and lv.get("gbs_1t", 0) > 0:
             gbs = lv["gbs_1t"] + frac * (max(lv["gbs_1t"], lv["gbs_all"]) - lv["gbs_1t"])
             # A level is never slower than DRAM: a noisy cache figure must not lower the roof.
@@ -513,7 +567,10 @@ def roof_for_working_set(peak: dict[str, Any], working_set_bytes: float, num_thr
                 "roof_gbs": max(gbs, dram),
                 "capacity_bytes": capacity,
                 "dram_gbs": dram,
-                "why": f"working set {_mb(working_set_bytes)} fits {lv['name']} ({_mb(capacity)} at {n} thread(s))",
+                "why": (
+                    f"working set {_mb(working_set_bytes)} fits {lv['name']} ({_mb(capacity)}{_of_reported(lv)} "
+                    f"at {n} thread(s))"
+                ),
             }
     if not peak.get("levels"):
         return {
@@ -532,7 +589,7 @@ def roof_for_working_set(peak: dict[str, Any], working_set_bytes: float, num_thr
     last_gbs = last.get("gbs_1t", 0) + frac * (
         max(last.get("gbs_1t", 0), last.get("gbs_all", 0)) - last.get("gbs_1t", 0)
     )
-    cached = min(float(last["size_bytes"]), float(working_set_bytes))
+    cached = min(float(held_bytes(last)), float(working_set_bytes))
     blend = dram
     if last_gbs > dram > 0 and working_set_bytes > 0:
         blend = working_set_bytes / ((working_set_bytes - cached) / dram + cached / last_gbs)
@@ -542,10 +599,21 @@ def roof_for_working_set(peak: dict[str, Any], working_set_bytes: float, num_thr
         "capacity_bytes": 0,
         "dram_gbs": dram,
         "why": (
-            f"working set {_mb(working_set_bytes)} exceeds {last['name']} ({_mb(last['size_bytes'])}): at best "
+            f"working set {_mb(working_set_bytes)} exceeds {last['name']} ({_mb(held_bytes(last))}{_of_reported(last)}): at best "
             f"{_mb(cached)} of it from {last['name']}, the rest from DRAM"
         ),
     }
+
+
+def held_bytes(level: dict[str, Any]) -> int:
+    """What a level holds: its measured usable share (peaks before PEAKS_VERSION 5: its size)."""
+    return int(level.get("usable_bytes") or level["size_bytes"])
+
+
+def _of_reported(level: dict[str, Any]) -> str:
+    return (
+        "" if held_bytes(level) >= level["size_bytes"] else f" measured usable of {_mb(level['size_bytes'])} reported"
+    )
 
 
 def _mb(n: float) -> str:
@@ -573,7 +641,7 @@ def render_spec(spec: dict[str, Any], num_threads: int, peak: dict[str, Any] | N
             text += (
                 " Bandwidth by where the data lives: "
                 + ", ".join(
-                    f"{lv['name']} {roof_for_working_set(peak, lv['size_bytes'] // 2, num_threads)['roof_gbs']:.0f} GB/s"
+                    f"{lv['name']} {roof_for_working_set(peak, held_bytes(lv) // 2, num_threads)['roof_gbs']:.0f} GB/s"
                     for lv in peak["levels"]
                 )
                 + f", DRAM {gbs:.1f} GB/s."
