@@ -431,10 +431,13 @@ def build(
                 thread = row.get("thread_id") or store.thread_id(r, row["mode"], row["problem"])
                 logs.setdefault(row["problem"], []).append(str(recording.log_path(thread)))
     modes = [m for m in MODES if any(o.mode == m for r in runs for o in r)]
-    cats = dict(categories or {})
+    # The category words for the problems this script chooses; `ablation report` (no
+    # selection) otherwise fell back to the suite's own ("others" for matrix-vector and MSE loss).
+    known = {**KERNELBENCH_LEVEL1, **REPO_PROBLEMS, **(categories or {})}
+    cats: dict[str, str] = {}
     for r in runs:
         for o in r:
-            cats.setdefault(o.problem, o.category)
+            cats.setdefault(o.problem, known.get(o.problem, o.category))
     return {
         "run_ids": run_ids,
         "combined": combine(runs, modes),

@@ -17,7 +17,7 @@ from langgraph.runtime import Runtime
 from pragma.graph.context import Context
 from pragma.graph.state import PragmaState
 from pragma.knowledge import formulas
-from pragma.nodes import budget, chat, hints, llm, prompts
+from pragma.nodes import budget, chat, hints, llm, prompts, verdict
 from pragma.tools import glue
 from pragma.tools.backends import backend_for
 from pragma.tools.extract import ExtractionError, extract_code, strip_reasoning
@@ -43,9 +43,7 @@ def _inputs_text(problem: dict) -> str:
 
 def _feedback(state: PragmaState, last: dict) -> dict:
     """The previous candidate and its verifier result, for the single-agent prompt."""
-    history = "\n".join(
-        f"attempt {a['iteration']}: {a['status']}, speedup {a['speedup']:.3f}x" for a in state.get("attempts", [])
-    )
+    history = verdict.history(state.get("attempts", []), state.get("sweeps", []))
     return {
         "previous": state["candidate"]["iteration"],
         "code": prompts.failed_code(state["candidate"]),

@@ -42,27 +42,6 @@ def parse_guidance(text: str) -> ConductorGuidance | None:
     return structured.parse_json_reply(text, ConductorGuidance)[0]
 
 
-def _history(attempts: list[dict]) -> str:
-    """One line per attempt: how it was made (a tuner attempt with its parameter values), its
-    verdict, its speed against the best timed in the same rounds and whether it was accepted. Why
-    (the ablation rerun's transcripts): a tuner attempt that switched on one prefetch per row read
-    1.054x the best, under the bar; the next Conductor saw only "attempt 6: ok, speedup 2.039x" and
-    told the Coder to keep "no software prefetch"."""
-    lines = []
-    for a in attempts:
-        how = str(a.get("origin") or "")
-        if params := a.get("params"):
-            how += ": " + ", ".join(f"{k}={v}" for k, v in params.items())
-        line = f"attempt {a['iteration']}" + (f" ({how})" if how else "") + f": {a['status']}"
-        line += f", speedup {a['speedup']:.3f}x"
-        if a["status"] == "ok":
-            if (vs := float(a.get("speedup_vs_best") or 0.0)) > 0:
-                line += f", {vs:.3f}x the best's speed in the same rounds"
-            line += ", accepted as the new best" if a.get("is_new_best") else ", not accepted"
-        lines.append(line)
-    return "\n".join(lines)
-
-
 def knowledge_section(profiles: list[dict[str, Any]], ctx: Context) -> str:
     """Compendium entries for the prompt; a failure here never costs the run its Conductor."""
     try:
@@ -251,7 +230,7 @@ def conductor(state: PragmaState, runtime: Runtime[Context]) -> dict:
         name=state["problem"]["name"],
         source=state["problem"]["source"],
         hardware=state.get("hardware", ""),
-        history=_history(state.get("attempts", [])),
+        history=verdict.history(state.get("attempts", []), state.get("sweeps", [])),
         iteration=candidate["iteration"],
         speedup=result["speedup"],
         code=candidate["code"],

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pragma.tools import tunables
+
 PROFILE_TIMES = (
     "The profiles' per-call times (per_call_ms, task-clock) come from a separate profiling run "
     "(one process, not interleaved with the best): they explain where time goes, they are not the speed verdict."
@@ -108,3 +110,59 @@ def for_coder(result: dict[str, Any], best: dict[str, Any], iteration: int) -> s
         f"Your last kernel (attempt {iteration}) was correct but not significantly faster than the best "
         f"(attempt {best_iteration}){figures}, so the kernel below is still attempt {best_iteration}."
     )
+
+
+def history(attempts: list[dict], sweeps: list[dict] | None = None) -> str:
+    """One line per attempt: how it was made (a tuner attempt with its parameter values), its
+    verdict, its speed against the best timed in the same rounds and whether it was accepted. Why
+    (the ablation rerun's transcripts): a tuner attempt that switched on one prefetch per row read
+    1.054x the best, under the bar; the next Conductor saw only "attempt 6: ok, speedup 2.039x" and
+    told the Coder to keep "no software prefetch". Each tuner sweep follows the attempt it varied
+    (``sweep_line``), also when nothing came of it. The Conductor's prompt and the single-agent
+    Coder's feedback both show it: the verifier's record, not the profile's."""
+    by_parent: dict[int, list[dict]] = {}
+    for sw in sweeps or []:
+        by_parent.setdefault(int(sw.get("parent") or 0), []).append(sw)
+    lines = []
+    for a in attempts:
+        how = str(a.get("origin") or "")
+        if params := a.get("params"):
+            how += ": " + ", ".join(f"{k}={v}" for k, v in params.items())
+        line = f"attempt {a['iteration']}" + (f" ({how})" if how else "") + f": {a['status']}"
+        line += f", speedup {a['speedup']:.3f}x"
+        if a["status"] == "ok":
+            if (vs := float(a.get("speedup_vs_best") or 0.0)) > 0:
+                line += f", {vs:.3f}x the best's speed in the same rounds"
+            line += ", accepted as the new best" if a.get("is_new_best") else ", not accepted"
+        lines.append(line)
+        lines += [sweep_line(sw) for sw in by_parent.pop(int(a["iteration"]), [])]
+    lines += [sweep_line(sw) for rest in by_parent.values() for sw in rest]
+    return "\n".join(lines)
+
+
+def sweep_line(sweep: dict) -> str:
+    """A finished tuner sweep: every variant it timed with its speed against the point it varied
+    (same rounds), the dimensions it had no time for, and what came of it. Why (ablation transcripts,
+    2026-11-28): sweeps without a winner were shown nowhere; the Conductors asked again for
+    STREAM=0, which the tuner had timed at 0.69-0.90x in every sweep, and LayerNorm's last attempt
+    spent itself on it (0.714x)."""
+    trials = sweep.get("trials") or []
+    timed = []
+    for t in trials:
+        what = f"{tunables.label(str(t.get('dim', '')))}={t.get('value')}"
+        if t.get("status") == "ok":
+            timed.append(f"{what} {float(t.get('vs_point') or 0.0):.2f}x")
+        else:
+            timed.append(f"{what} {t.get('status')}")
+    untimed = [
+        tunables.label(d["name"]) for d in sweep.get("dims") or [] if d["name"] not in {t.get("dim") for t in trials}
+    ]
+    line = f"  tuner sweep of attempt {sweep.get('parent')} ({len(trials)} variant(s), {float(sweep.get('spent_s') or 0):.0f} s"
+    line += ", each against the best point so far in the same rounds): " + ("; ".join(timed) or "none timed")
+    if untimed:
+        line += f"; not timed (budget): {', '.join(untimed)}"
+    if sweep.get("child"):
+        line += f"; its winner is attempt {sweep['child']}"
+    elif sweep.get("gate"):
+        line += f"; {sweep['gate']}"
+    return line

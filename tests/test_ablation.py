@@ -181,3 +181,14 @@ def test_each_run_is_one_eval_run_with_the_three_modes():
     assert "--max-iterations 4" in text and "--problems matvec --problems conv1d" in text
     assert "--coder-model openai:relay" in text and "--set llm_timeout_s=3660" in text and "--set num_threads=1" in text
     assert ablation.eval_command(sel, "abl-r1", args, resume=True)[-4:] == ["--resume", "abl-r1", "--workers", "2"]
+
+
+def test_the_combined_report_keeps_the_issues_category_words(monkeypatch):
+    """`ablation report RUN RUN` has no problem selection: it printed the suite's own categories
+    ("others" for matrix-vector and MSE loss) where each run's report said matmul-like and loss."""
+    runs = {
+        "r1": [_o("level1/4_Matrix_vector_multiplication_", "pragma", 1.0), _o("my_op", "pragma", 2.0)],
+    }
+    monkeypatch.setattr(ablation.report, "build", lambda run_id, url=None: {"outcomes": runs[run_id], "problems": []})
+    cats = ablation.build(["r1"])["categories"]
+    assert cats == {"level1/4_Matrix_vector_multiplication_": "matmul-like", "my_op": "activation"}

@@ -128,3 +128,17 @@ def test_a_level_that_holds_its_half_size_rung_keeps_its_reported_size():
     # A level without rungs takes its one figure.
     l2 = hardware.cache_roof_levels(spec)[1]
     assert hardware.usable_share(l2, [(100.0, 200.0)])["gbs_1t"] == 100.0
+
+
+def test_the_prompts_hardware_line_says_what_a_vm_level_holds():
+    """Ablation transcripts (2026-11-28): the Coder's <hardware> line listed sysfs's 'L3 266240 KiB'
+    and nothing said the VM holds ~65 MiB of it."""
+    l3 = hardware.usable_share(
+        hardware.cache_roof_levels(VM_SPEC)[-1], [(17.6, 53.7), (28.4, 57.0)] + [(29.0, 58.0)] * 3
+    )
+    spec = {"model": "Xeon", "arch": "x86_64", "simd": "avx512", "has_fma": True, "memory_bytes": 24 << 30, **VM_SPEC}
+    peak = {**PEAK, "triad_gbs_1t": 20.5, "levels": [l3]}
+    text = hardware.render_spec(spec, 1, peak)
+    assert "L3 29 GB/s (up to 68.2 MB measured usable of 273 MB reported)" in text
+    whole = hardware.usable_share(hardware.cache_roof_levels(VM_SPEC)[-1], [(28.0, 57.0)] * 5)
+    assert "reported" not in hardware.render_spec(spec, 1, {**peak, "levels": [whole]})

@@ -18,7 +18,7 @@ import scripted
 
 import pragma.nodes.llm as llm
 from pragma.graph.context import resolve_context
-from pragma.nodes import coder, conductor
+from pragma.nodes import coder, conductor, verdict
 from pragma.tools.extract import extract_code
 
 GUIDANCE = {
@@ -241,7 +241,7 @@ def test_the_conductor_knows_the_coders_rules_and_the_acceptance_bar(monkeypatch
 def test_the_conductor_history_says_how_each_attempt_was_made_and_whether_it_counted():
     """Ablation rerun transcripts: a tuner attempt (one prefetch per row) read 1.054x the best, under
     the bar; the Conductor saw "attempt 6: ok, speedup 2.039x" and banned prefetching."""
-    text = conductor._history(
+    text = verdict.history(
         [
             {"iteration": 5, "origin": "refine", "status": "ok", "speedup": 1.93, "is_new_best": True},
             {
@@ -262,3 +262,51 @@ def test_the_conductor_history_says_how_each_attempt_was_made_and_whether_it_cou
         "rounds, not accepted",
         "attempt 7 (refine): mismatch, speedup 0.000x",
     ]
+
+
+def test_a_sweep_without_a_winner_is_in_the_history_after_the_attempt_it_varied():
+    """Ablation transcripts (2026-11-28): sweeps that found nothing were shown nowhere. Both modes'
+    Conductors asked again for STREAM=0, which the tuner had timed at 0.69-0.90x in every sweep, and
+    LayerNorm's last attempt spent itself on it (0.714x)."""
+    attempts = [
+        {"iteration": 1, "origin": "initial", "status": "ok", "speedup": 1.58, "is_new_best": True},
+        {"iteration": 2, "origin": "refine", "status": "ok", "speedup": 1.50, "is_new_best": False},
+    ]
+    sweeps = [
+        {
+            "parent": 1,
+            "dims": [
+                {"name": "STREAM", "default": "1"},
+                {"name": "build:vector_width", "default": "default"},
+                {"name": "PF_DIST", "default": "0"},
+            ],
+            "trials": [
+                {"dim": "STREAM", "value": "0", "status": "ok", "vs_point": 0.714},
+                {"dim": "build:vector_width", "value": "256", "status": "compile_error", "vs_point": 0.0},
+            ],
+            "spent_s": 41.2,
+            "gate": "no variant beat the candidate",
+            "child": 0,
+        }
+    ]
+    lines = verdict.history(attempts, sweeps).splitlines()
+    assert lines[0].startswith("attempt 1 (initial): ok")
+    sweep = lines[1]
+    assert sweep.startswith("  tuner sweep of attempt 1 (2 variant(s), 41 s")
+    assert "STREAM=0 0.71x" in sweep and "vector_width=256 compile_error" in sweep
+    assert "not timed (budget): PF_DIST" in sweep and sweep.endswith("no variant beat the candidate")
+    assert lines[2].startswith("attempt 2 (refine)")
+    # A sweep whose winner became an attempt points at it; one whose parent is not listed still shows.
+    won = {**sweeps[0], "parent": 9, "child": 3, "gate": "accepted"}
+    assert verdict.history(attempts, [won]).splitlines()[-1].endswith("its winner is attempt 3")
+
+
+def test_the_single_agent_coder_sees_the_same_record_of_attempts_and_sweeps():
+    state = {
+        "candidate": {"iteration": 2, "code": "x", "origin": "refine"},
+        "attempts": [{"iteration": 1, "origin": "initial", "status": "ok", "speedup": 1.2, "is_new_best": True}],
+        "sweeps": [{"parent": 1, "dims": [], "trials": [{"dim": "T", "value": "8", "status": "ok", "vs_point": 0.9}]}],
+    }
+    fb = coder._feedback(state, {"status": "ok"})
+    assert fb["history"] == verdict.history(state["attempts"], state["sweeps"])
+    assert "T=8 0.90x" in fb["history"]

@@ -642,6 +642,9 @@ def render_spec(spec: dict[str, Any], num_threads: int, peak: dict[str, Any] | N
                 " Bandwidth by where the data lives: "
                 + ", ".join(
                     f"{lv['name']} {roof_for_working_set(peak, held_bytes(lv) // 2, num_threads)['roof_gbs']:.0f} GB/s"
+                    # A VM's level that holds less than sysfs reports says so (the caches list above
+                    # is sysfs's: 'L3 266240 KiB' on a VM that holds 65 MiB of it).
+                    + (f" (up to {_mb(held_bytes(lv))}{_of_reported(lv)})" if _of_reported(lv) else "")
                     for lv in peak["levels"]
                 )
                 + f", DRAM {gbs:.1f} GB/s."
