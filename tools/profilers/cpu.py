@@ -148,6 +148,11 @@ def _perf_part(
     return has_hw
 
 
+# Counted calls this many times slower than the warm calls timed after them are not steady (faults,
+# first calls); the micro-experiment's own medians vary by ~10-20% between runs under load.
+UNSTEADY_RATIO = 1.5
+
+
 def _roofline_part(
     region: dict[str, Any],
     metrics: dict,
@@ -169,6 +174,23 @@ def _roofline_part(
             f"the kernel ran {100 * cpu_ms / per_call_ms:.0f}% of the wall-clock time (machine busy): "
             "per_call_ms overstates its cost; the roofline uses its CPU time"
         )
+    micro = region.get("micro") or {}
+    warm_ms = float(micro.get("warm_ms") or 0.0) if micro.get("status") == "ok" else 0.0
+    if warm_ms > 0 and roof_ms > UNSTEADY_RATIO * warm_ms:
+        # The counted calls were not the kernel's steady state: warm calls timed right after them
+        # in the same process, counting off, were much faster. Why (ablation transcripts,
+        # 2026-11-28): a LayerNorm's counted calls averaged 19.25 ms (126 page faults a call) while
+        # its warm calls took 2.12 ms and the verifier 2.93 ms; the roofline read 11% of its roof
+        # ("bandwidth is not what limits it") where a clean profile of the same design read 82%,
+        # and the Conductor spent an attempt on it.
+        faults = metrics.get("page-faults", {}).get("value")
+        why = f" ({faults:.0f} page faults a call)" if faults else ""
+        notes.append(
+            f"the counted calls averaged {per_call_ms:.3g} ms{why}, {per_call_ms / warm_ms:.1f}x the {warm_ms:.3g} ms of warm "
+            "calls timed right after them: not the kernel's steady state, so the roofline uses the warm calls' "
+            "time and the counters per call overstate what a steady call costs"
+        )
+        roof_ms, basis = warm_ms, "warm calls (micro-experiment, counting off): the counted calls were slower"
     if region.get("op_cost_error"):
         notes.append(f"operation FLOPs/bytes not measured: {region['op_cost_error']}")
     # Streaming stores keep a kernel's outputs out of the caches, which changes the level its inputs
