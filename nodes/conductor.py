@@ -88,6 +88,14 @@ LOOKUP_TOOL = "lookup_profiler_metric"
 # A step that only says to stop ("Stop and keep attempt 1 as the final kernel"): dropped from the
 # Coder's guidance when the stop is overruled, which otherwise read "stop" then "keep optimizing".
 STOP_STEP = re.compile(r"^\s*(stop\b|keep (attempt \d+|the (current|best)\b[^.]*|it) as (the )?final\b)", re.I)
+# A step that only says what to resubmit if another candidate is forced ("Only if another candidate is
+# mandated: keep attempt 1's tile exactly"): after an overruled stop the Coder took it as its step one
+# and resubmitted the best (ablation transcripts, 2026-11-28, conv1d).
+IF_FORCED_STEP = re.compile(
+    r"^\s*(only\s+)?if\s+(another|a\s+further|one\s+more|a\s+new|more)\s+(candidate|attempt|kernel|submission)s?\b"
+    r"[^:]*\b(mandated|required|forced|must|needed|demanded)",
+    re.I,
+)
 # In place of the best's code and profile when the best is the current candidate.
 SAME_AS_CURRENT = "(the current candidate is the best: its {what} is shown above)"
 GUIDANCE_KEYS = frozenset(ConductorGuidance.model_fields)
@@ -171,9 +179,10 @@ def advice_mode(ctx: Context) -> str:
 
 
 def _overruled_text(parsed: Any, to_coder: str, text: str, why: str, ctx: Context) -> str:
-    """The Coder's guidance after an overruled stop: the diagnosis and the real steps, without the
-    steps that only say to stop, and one step to try (ablation transcripts: "1. Stop and keep attempt
-    1 as the final kernel" then "The stop was overruled: keep optimizing" gave wrapper-only edits)."""
+    """The Coder's guidance after an overruled stop: the diagnosis, one substantially different
+    approach to try first, then the real steps, without the steps that only say to stop or what to
+    resubmit if forced (ablation transcripts: "1. Stop and keep attempt 1 as the final kernel" then
+    "The stop was overruled: keep optimizing" gave wrapper-only edits)."""
     try_next = (
         f"The Conductor saw little left to gain, but the stop was overruled ({why}). Try one substantially "
         f"different approach (algorithm, data layout, blocking, fusion of passes) that could beat the best "
@@ -181,7 +190,9 @@ def _overruled_text(parsed: Any, to_coder: str, text: str, why: str, ctx: Contex
     )
     if parsed is None:
         return f"{text}\n{try_next}"
-    steps = [s for s in parsed.steps if not STOP_STEP.match(s)] + [try_next]
+    # The new approach first, the Conductor's other steps after it as material: a Coder reading
+    # "1. keep attempt 1's tile exactly" before it resubmitted the best.
+    steps = [try_next] + [s for s in parsed.steps if not STOP_STEP.match(s) and not IF_FORCED_STEP.match(s)]
     lead = f"{to_coder}\n" if to_coder else ""
     return lead + _guidance_text(parsed.diagnosis, steps)
 

@@ -154,7 +154,11 @@ def test_an_overruled_stop_gives_the_coder_steps_not_stop_then_go_on(monkeypatch
     reply = {
         "diagnosis": "at the memory roof",
         "bottleneck": "memory-bound",
-        "steps": ["Stop and keep attempt 2 as the final kernel.", "Prefetch the next row."],
+        "steps": [
+            "Stop and keep attempt 2 as the final kernel.",
+            "Only if another candidate is mandated: keep attempt 2's 4x4 tile and its loop order exactly.",
+            "Prefetch the next row.",
+        ],
         "extra_metrics": [],
         "stop": True,
     }
@@ -162,6 +166,9 @@ def test_an_overruled_stop_gives_the_coder_steps_not_stop_then_go_on(monkeypatch
     ctx = resolve_context(coder_model="scripted:coder", min_iterations=4, max_iterations=8, knowledge_tool_calls=0)
     state, route = _decide(_state(2, _roof(95.0)), ctx)
     text = state["guidance"]["text"]
-    assert route == "coder" and "Stop and keep" not in text
-    assert "1. Prefetch the next row.\n2. The Conductor saw little left to gain, but the stop was overruled" in text
+    assert route == "coder" and "Stop and keep" not in text and "Only if another" not in text
+    # The new approach first (2026-11-28 transcripts: a conv1d Coder took "1. Only if another candidate
+    # is mandated: keep attempt 1's tile exactly" as its step and resubmitted the best).
+    assert "1. The Conductor saw little left to gain, but the stop was overruled" in text
+    assert "\n2. Prefetch the next row." in text
     assert f"more than {1 + ctx.acceptance_margin:.2f}x" in text
