@@ -199,18 +199,21 @@ def _memory_section(ctx: Context, problem: dict) -> str:
     if not ctx.kernel_memory or ctx.kernel_memory_tokens <= 0 or not problem.get("source"):
         return ""
     try:
+        from pragma.eval.suites import category_from_name, same_category
         from pragma.knowledge import kernels
 
         own = {kernels.record_id(problem["source"], fmt) for fmt in ("kernel", "module")}
-        # Only the problem's own category (where its docstring names one): another category's
-        # kernel is no technique for this one, and the embedded model copied it as the answer
-        # (batch_norm_train, shown the memory's ReLU, wrote a ReLU).
-        category = kernels.category_of(problem["source"]) or None
+        # Only the problem's own category (its docstring's, else its name's as the suites classify
+        # it): another category's kernel is no technique for this one. The embedded model copied it
+        # as the answer (batch_norm_train, shown the memory's ReLU, wrote a ReLU), and KernelBench
+        # problems, whose docstrings name none, were shown the streaming-store ReLU for a max pool
+        # and a 1-D convolution (ablation transcripts, 2026-11-28). No category, no kernels.
+        category = kernels.category_of(problem["source"]) or category_from_name(str(problem.get("name") or ""))
         found = [
             r
-            for r in kernels.query(problem["source"], k=4, category=category, shipped_only=not ctx.kernel_memory_shared)
-            if r["id"] not in own
-        ]
+            for r in kernels.query(problem["source"], k=8, shipped_only=not ctx.kernel_memory_shared)
+            if r["id"] not in own and same_category(str(r.get("category") or ""), category)
+        ][:4]
         text = kernels.render(found, ctx.kernel_memory_tokens)
     except Exception as exc:  # the memory is a help, never a reason to stop a run
         log.warning("kernel memory unavailable: %s", " ".join(str(exc).split())[:200])

@@ -220,3 +220,46 @@ def test_kernels_another_process_added_are_found_by_a_filtered_query_here(isolat
     subprocess.run([sys.executable, "-c", adder], check=True, env=pragma_env(isolated_data_dir), timeout=300)
     names = {r["name"] for r in kernels.query(silu, k=4, category="activation")}
     assert names == {"relu", "elu_run", "sigmoid_run"}
+
+
+KB_POOL = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    """Simple model that performs Max Pooling 2D."""
+    def __init__(self, kernel_size: int, stride: int, padding: int, dilation: int):
+        super(Model, self).__init__()
+        self.maxpool = nn.MaxPool2d(kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.maxpool(x)
+
+batch_size = 16
+channels = 32
+height = 128
+width = 128
+
+def get_inputs():
+    return [torch.rand(batch_size, channels, height, width)]
+
+def get_init_inputs():
+    return [2, 2, 1, 3]
+'''
+
+
+def test_a_problem_whose_docstring_names_no_category_is_shown_only_kernels_of_its_named_category(monkeypatch):
+    """Ablation transcripts (2026-11-28): KernelBench problems name no category in their docstrings, so
+    the memory's nearest kernel was shown whatever its category: the streaming-store ReLU for a max pool
+    and for a 1-D convolution, advice the profiler's own knowledge contradicted."""
+    from pragma.nodes import coder
+
+    seen = _spy(monkeypatch, {"coder": {"1": "```cpp\n// none\n```"}})
+    ctx = resolve_context(coder_model="scripted:x", kernel_memory_shared=False, kernel_memory_tokens=5000)
+    for name in ("level1/42_Max_Pooling_2D", "level1/67_conv_standard_1D", "level1/94_MSELoss"):
+        state = {"problem": {"name": name, "source": KB_POOL, "inputs": []}, "iteration": 0}
+        coder.coder(state, SimpleNamespace(context=ctx))
+    pool, conv, loss = seen
+    # pooling/reduction: the shipped sum reduction (category 'reduction') is of its category, the ReLU is not
+    assert 'name="sum_reduction"' in pool and 'name="relu"' not in pool
+    # a convolution and an 'others' problem: no shipped kernel of theirs, so none at all
+    assert "<verified_kernels" not in conv and "<verified_kernels" not in loss

@@ -118,6 +118,13 @@ def normalize_category(raw: str) -> str:
     return value
 
 
+def same_category(a: str, b: str) -> bool:
+    """Whether two category words name the same category ('reduction' and 'pooling/reduction' do);
+    'others' and unknown words match nothing: they name no technique to share."""
+    norm = [ALIASES.get(w.strip().lower(), w.strip().lower()) for w in (a, b)]
+    return norm[0] == norm[1] and norm[0] in CATEGORIES and norm[0] != "others"
+
+
 def category_from_name(stem: str) -> str:
     lowered = stem.lower()
     for category, words in KEYWORDS:
