@@ -9,6 +9,7 @@ from langgraph.runtime import Runtime
 
 from pragma.graph.context import Context
 from pragma.graph.state import PragmaState
+from pragma.nodes import verdict
 from pragma.tools.backends import backend_for
 from pragma.tools.judging.acceptance import best_update
 from pragma.tools.profilers import diff
@@ -72,6 +73,9 @@ def profile_candidate(state: PragmaState, ctx: Context, candidate: dict) -> tupl
         "diff_vs_best": diff.render_diff(delta, best.get("iteration")),
         "iteration": candidate["iteration"],
     }
+    # Where the verifier's calls sit between this profile's warm and cold ones (nodes/verdict.py).
+    if (result := state.get("verification") or {}) and (where := verdict.regime(result, profile)):
+        profile["judged_regime"] = where
     # The first profile measures the machine's peaks; from then on the prompts' summary shows them.
     return profile, backend.hardware_summary(ctx)
 

@@ -84,6 +84,46 @@ def fixed_cost(result: dict[str, Any]) -> str:
     )
 
 
+# The judged kernel time within this factor of the profile's warm calls reads as the warm regime; at
+# or above this share of the cold calls' time, as the cold one.
+WARM_WITHIN = 1.25
+COLD_FROM = 0.8
+
+
+def regime(result: dict[str, Any], profile: dict[str, Any]) -> str:
+    """Where the verifier's timed calls sit between the profile's warm and cold calls, in one
+    sentence the profile shows first; '' without both figures.
+
+    Why (ablation transcripts, 2026-11-28): the profile times warm calls on one input, the verifier
+    calls on inputs drawn anew before every call. A max pool's profile said 0.07 ms warm and
+    0.285 ms cold while the verifier's kernel share was ~0.25 ms; no line said so, both Conductors
+    guessed between prefetching and prefaulting, and a Winograd conv read '-12.8% better' in the
+    profile and 0.957x in the verifier."""
+    metrics = profile.get("metrics") or {}
+    cold = float((metrics.get("cold_call_ms") or {}).get("value") or 0.0)
+    ratio = float((metrics.get("cold_warm_ratio") or {}).get("value") or 0.0)
+    runtime = float(result.get("runtime_ms") or 0.0)
+    if cold <= 0 or ratio <= 0 or runtime <= 0:
+        return ""
+    warm = cold / ratio
+    fixed = float(result.get("null_round_trip_ms") or 0.0) + float(result.get("spot_read_ms_per_call") or 0.0)
+    kernel = max(runtime - fixed, 0.0)
+    if kernel <= WARM_WITHIN * warm:
+        where = "close to the warm calls: the figures below describe what is judged"
+    elif kernel >= COLD_FROM * cold:
+        where = (
+            "as slow as the cold calls or slower: the judged calls pay cache misses (or first touches of fresh "
+            "memory) that the warm figures below do not show; judge a change by the verifier's time, not by them"
+        )
+    else:
+        where = "between the warm and the cold calls: the judged calls miss in cache part of the time"
+    share = f", about {kernel:.3g} ms of it the kernel's" if fixed > 0 else ""
+    return (
+        f"the verifier timed {runtime:.3g} ms per call{share} (inputs drawn anew before every call); this profile's "
+        f"warm calls took {warm:.3g} ms and calls after a cache flush {cold:.3g} ms: the judged calls are {where}."
+    )
+
+
 def is_not_faster(result: dict[str, Any], best: dict[str, Any], iteration: int) -> bool:
     """A correct candidate the verifier did not crown: the case the Coder must be told about."""
     return (

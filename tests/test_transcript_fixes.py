@@ -310,3 +310,38 @@ def test_the_single_agent_coder_sees_the_same_record_of_attempts_and_sweeps():
     fb = coder._feedback(state, {"status": "ok"})
     assert fb["history"] == verdict.history(state["attempts"], state["sweeps"])
     assert "T=8 0.90x" in fb["history"]
+
+
+def _profile_with(warm_ms: float, cold_ms: float) -> dict:
+    return {
+        "status": "ok",
+        "metrics": {
+            "cold_call_ms": {"value": cold_ms, "unit": "ms", "source": "micro"},
+            "cold_warm_ratio": {"value": cold_ms / warm_ms, "unit": "x", "source": "micro"},
+        },
+    }
+
+
+def test_the_profile_says_first_where_the_verifiers_calls_sit_between_its_warm_and_cold_ones():
+    """Ablation transcripts (2026-11-28): a max pool's profile said 0.07 ms warm and 0.285 ms cold, the
+    verifier's kernel share was ~0.25 ms, and no line said so; both Conductors guessed."""
+    pool = {"runtime_ms": 0.36, "null_round_trip_ms": 0.06, "spot_read_ms_per_call": 0.05}
+    text = verdict.regime(pool, _profile_with(0.07, 0.285))
+    assert text.startswith("the verifier timed 0.36 ms per call, about 0.25 ms of it the kernel's")
+    assert "warm calls took 0.07 ms and calls after a cache flush 0.285 ms" in text
+    assert "as slow as the cold calls or slower" in text
+    warm = verdict.regime({"runtime_ms": 2.2}, _profile_with(2.12, 2.6))
+    assert "close to the warm calls" in warm and "of it the kernel's" not in warm
+    assert "between the warm and the cold" in verdict.regime({"runtime_ms": 1.0}, _profile_with(0.5, 2.0))
+    assert verdict.regime({"runtime_ms": 1.0}, {"status": "ok", "metrics": {}}) == ""
+    # ... and the rendered profile leads with it.
+    from pragma.tools.profilers.cpu import render_profile
+
+    profile = {
+        **_profile_with(0.07, 0.285),
+        "sources": ["wall clock"],
+        "confidence": "timing-only",
+        "bottleneck": "cache-resident",
+        "judged_regime": text,
+    }
+    assert render_profile(profile).splitlines()[0] == f"judged vs profiled: {text}"

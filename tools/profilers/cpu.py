@@ -510,8 +510,10 @@ def render_profile(profile: dict[str, Any]) -> str:
     """The profile as prompt text: sources and confidence first, then label, roofline, metrics."""
     if profile.get("status") != "ok":
         return f"profile unavailable: {profile.get('reason', '')}"
-    # The micro-profiles' answers first: each settles a question the metrics below leave open.
-    lines = [micro.render(profile["micro_profiles"])] if profile.get("micro_profiles") else []
+    # Where the verifier's calls sit against this profile's (nodes/verdict.regime), then the
+    # micro-profiles' answers: each settles a question the metrics below leave open.
+    lines = [f"judged vs profiled: {profile['judged_regime']}"] if profile.get("judged_regime") else []
+    lines += [micro.render(profile["micro_profiles"])] if profile.get("micro_profiles") else []
     lines += [
         f"sources: {', '.join(profile['sources'])}; confidence: {profile['confidence']}"
         + (f" ({profile['confidence_reason']})" if profile.get("confidence_reason") else ""),
