@@ -273,7 +273,7 @@ def test_micro_profiles_answer_the_labels_questions_with_their_cost(profiles):
     answers = {a["question"]: a for a in p["micro_profiles"]}
     assert p["bottleneck"] in ("cache-resident", "dram-bound", "memory-bound"), p["bottleneck"]
     store = answers["store_bandwidth"]
-    assert store["status"] == "ok" and store["verdict"] in ("yes", "no") and store["ratio"] > 0.3
+    assert store["status"] == "ok" and store["verdict"] in ("yes", "partly", "no") and store["ratio"] > 0.3
     text = render_profile(p)
     assert text.startswith("micro-profile: ") and "(cost " in text.splitlines()[0]
     if p["bottleneck"] == "cache-resident":
