@@ -194,9 +194,8 @@ def sweep_line(sweep: dict) -> str:
             timed.append(f"{what} {float(t.get('vs_point') or 0.0):.2f}x")
         else:
             timed.append(f"{what} {t.get('status')}")
-    untimed = [
-        tunables.label(d["name"]) for d in sweep.get("dims") or [] if d["name"] not in {t.get("dim") for t in trials}
-    ]
+    tried = {t.get("dim") for t in trials}
+    untimed = [tunables.label(d["name"]) for d in sweep.get("dims") or [] if d["name"] not in tried]
     line = f"  tuner sweep of attempt {sweep.get('parent')} ({len(trials)} variant(s), {float(sweep.get('spent_s') or 0):.0f} s"
     line += ", each against the best point so far in the same rounds): " + ("; ".join(timed) or "none timed")
     if untimed:
